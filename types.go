@@ -1,0 +1,78 @@
+package main
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the API group and version of Promocion, as in manifiestos/crd.yaml.
+var GroupVersion = schema.GroupVersion{Group: "tienda.example.com", Version: "v1"}
+
+// AddToScheme registers Promocion and PromocionList, so that the client knows
+// which Go type an apiVersion/kind decodes into and which URL it lives at.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Promocion{}, &PromocionList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// Limits enforced by the CRD schema; the reconciler relies on them.
+const (
+	// DefaultReplicas is used when spec.replicas is not set.
+	DefaultReplicas int32 = 1
+	// MaxReplicas is the largest spec.replicas the API server accepts.
+	MaxReplicas int32 = 100
+	// MaxBannerLength, in characters, keeps the page a few KiB, far below a
+	// ConfigMap's 1 MiB limit even with every character escaped.
+	MaxBannerLength = 2048
+)
+
+// Phases reported in status.fase.
+const (
+	FaseDesplegando = "Desplegando" // the Deployment has not caught up with the spec yet
+	FaseListo       = "Listo"       // every desired replica is up to date and ready
+)
+
+// Condition types in status.conditions.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
+
+type PromocionSpec struct {
+	// Banner is the text shown on the page.
+	Banner string `json:"banner"`
+	// Replicas is a pointer so that "0" and "not said" differ; nil means DefaultReplicas.
+	Replicas *int32 `json:"replicas,omitempty"`
+}
+
+type PromocionStatus struct {
+	ReadyReplicas      int32              `json:"readyReplicas,omitempty"`
+	Fase               string             `json:"fase,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type Promocion struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PromocionSpec   `json:"spec,omitempty"`
+	Status PromocionStatus `json:"status,omitempty"`
+}
+
+type PromocionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Promocion `json:"items"`
+}
+
+// DesiredReplicas resolves spec.replicas, applying the default when it is not set.
+func (p *Promocion) DesiredReplicas() int32 {
+	if p.Spec.Replicas == nil {
+		return DefaultReplicas
+	}
+	return *p.Spec.Replicas
+}
