@@ -1,0 +1,211 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// Pure functions: what each child of a Promocion should hold, and what its status
+// should say. No client and no clock, so the tests call them directly.
+//
+// The mutate functions set only the fields the operator owns, on the object read
+// from the cluster, and leave alone whatever the API server defaulted or another
+// tool added. Run on an object that is already right, they change nothing, so
+// CreateOrUpdate sends no write.
+
+const (
+	operatorName = "operador-promociones"
+
+	// LabelPromocion names the Promocion on each child and selects its pods.
+	LabelPromocion = "tienda.example.com/promocion"
+	// AnnotationPageHash on the pod template changes with the page, so that a new
+	// banner rolls the pods instead of waiting for the kubelet to refresh the volume.
+	AnnotationPageHash = "tienda.example.com/pagina-sha256"
+
+	// DefaultWebImage serves /usr/share/nginx/html on port 8080 as an unprivileged user.
+	DefaultWebImage = "docker.io/nginxinc/nginx-unprivileged:1.29-alpine"
+
+	pageKey      = "index.html"
+	webContainer = "web"
+	webPortName  = "http"
+	webPort      = 8080
+	servicePort  = 80
+	htmlVolume   = "html"
+	htmlDir      = "/usr/share/nginx/html"
+)
+
+// ConfigMapName is the name of the ConfigMap holding a Promocion's page.
+func ConfigMapName(p *Promocion) string { return p.Name + "-html" }
+
+// childLabels name the Promocion and the operator on every child and pod.
+func childLabels(p *Promocion) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":       "promocion",
+		"app.kubernetes.io/instance":   p.Name,
+		"app.kubernetes.io/managed-by": operatorName,
+		LabelPromocion:                 p.Name,
+	}
+}
+
+// selectorLabels select a Promocion's pods. A Deployment's selector is immutable,
+// so it holds only what can never change.
+func selectorLabels(p *Promocion) map[string]string {
+	return map[string]string{LabelPromocion: p.Name}
+}
+
+// Page is the HTML served for a Promocion. The banner is escaped: it is user
+// input, and a banner of <script> must reach the browser as text.
+func Page(p *Promocion) string {
+	b := html.EscapeString(p.Spec.Banner)
+	return `<!DOCTYPE html>
+<html lang="es">
+<head><meta charset="utf-8"><title>` + b + `</title></head>
+<body><h1>` + b + `</h1></body>
+</html>
+`
+}
+
+func pageHash(page string) string {
+	sum := sha256.Sum256([]byte(page))
+	return hex.EncodeToString(sum[:])
+}
+
+func mutateConfigMap(cm *corev1.ConfigMap, p *Promocion) {
+	addLabels(&cm.ObjectMeta, childLabels(p))
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[pageKey] = Page(p)
+}
+
+func mutateDeployment(d *appsv1.Deployment, p *Promocion, image string) {
+	addLabels(&d.ObjectMeta, childLabels(p))
+	if d.CreationTimestamp.IsZero() {
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: selectorLabels(p)}
+	}
+	d.Spec.Replicas = new(p.DesiredReplicas())
+
+	tpl := &d.Spec.Template
+	addLabels(&tpl.ObjectMeta, childLabels(p))
+	metav1.SetMetaDataAnnotation(&tpl.ObjectMeta, AnnotationPageHash, pageHash(Page(p)))
+
+	vol := byName(&tpl.Spec.Volumes, htmlVolume, func(v *corev1.Volume) *string { return &v.Name })
+	vol.VolumeSource = corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(p)},
+		DefaultMode:          new(int32(0o644)), // the API server's default, written out so it compares equal
+	}}
+
+	c := byName(&tpl.Spec.Containers, webContainer, func(c *corev1.Container) *string { return &c.Name })
+	c.Image = image
+	port := byName(&c.Ports, webPortName, func(p *corev1.ContainerPort) *string { return &p.Name })
+	port.ContainerPort = webPort
+	port.Protocol = corev1.ProtocolTCP
+	mount := byName(&c.VolumeMounts, htmlVolume, func(m *corev1.VolumeMount) *string { return &m.Name })
+	mount.MountPath = htmlDir
+	mount.ReadOnly = true
+}
+
+func mutateService(s *corev1.Service, p *Promocion) {
+	addLabels(&s.ObjectMeta, childLabels(p))
+	s.Spec.Selector = selectorLabels(p)
+	port := byName(&s.Spec.Ports, webPortName, func(p *corev1.ServicePort) *string { return &p.Name })
+	port.Port = servicePort
+	port.TargetPort = intstr.FromString(webPortName)
+	port.Protocol = corev1.ProtocolTCP
+}
+
+// addLabels sets the given labels and keeps any others already there.
+func addLabels(m *metav1.ObjectMeta, labels map[string]string) {
+	for k, v := range labels {
+		metav1.SetMetaDataLabel(m, k, v)
+	}
+}
+
+// byName returns the element of *list whose name is name, appending an empty one
+// with that name when there is none. Callers then set only the fields they own.
+func byName[T any](list *[]T, name string, nameOf func(*T) *string) *T {
+	for i := range *list {
+		if *nameOf(&(*list)[i]) == name {
+			return &(*list)[i]
+		}
+	}
+	var elem T
+	*nameOf(&elem) = name
+	*list = append(*list, elem)
+	return &(*list)[len(*list)-1]
+}
+
+// deploymentCaughtUp tells whether the Deployment controller has acted on the
+// Deployment's latest spec and every desired pod is up to date and ready.
+func deploymentCaughtUp(d *appsv1.Deployment, desired int32) bool {
+	s := d.Status
+	return d.Spec.Replicas != nil && *d.Spec.Replicas == desired &&
+		s.ObservedGeneration >= d.Generation &&
+		s.UpdatedReplicas == desired && s.Replicas == desired && s.ReadyReplicas == desired
+}
+
+// computeStatus is what the Promocion's status should say, given its Deployment
+// (nil when the operator could not make it its own) and the error from applying
+// the children. Conditions keep their lastTransitionTime unless they change.
+func computeStatus(p *Promocion, d *appsv1.Deployment, applyErr error, now metav1.Time) PromocionStatus {
+	st := *p.Status.DeepCopy()
+	st.ObservedGeneration = p.Generation
+	desired := p.DesiredReplicas()
+
+	st.ReadyReplicas, st.Fase = 0, FaseDesplegando
+	if d != nil {
+		st.ReadyReplicas = d.Status.ReadyReplicas
+		if deploymentCaughtUp(d, desired) {
+			st.Fase = FaseListo
+		}
+	}
+	replicas := fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, desired)
+
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: p.Generation, LastTransitionTime: now,
+		})
+	}
+	switch {
+	case applyErr != nil:
+		reason, msg := explainApplyError(applyErr)
+		set(ConditionDegraded, metav1.ConditionTrue, reason, msg)
+		set(ConditionReady, metav1.ConditionFalse, reason, msg)
+	default:
+		set(ConditionDegraded, metav1.ConditionFalse, "AsExpected", "ConfigMap, Deployment and Service are applied")
+		if st.Fase == FaseListo {
+			set(ConditionReady, metav1.ConditionTrue, "AllReplicasReady", replicas)
+		} else {
+			set(ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", replicas)
+		}
+	}
+	if st.Fase == FaseListo {
+		set(ConditionProgressing, metav1.ConditionFalse, "Complete", replicas)
+	} else {
+		set(ConditionProgressing, metav1.ConditionTrue, "Deploying", replicas+"; the Deployment is rolling out the latest spec")
+	}
+	return st
+}
+
+// explainApplyError turns a failure to apply the children into a condition
+// reason and a message that says what to do about it.
+func explainApplyError(err error) (reason, msg string) {
+	var owned *controllerutil.AlreadyOwnedError
+	if errors.As(err, &owned) {
+		return "ChildOwnedByOther", fmt.Sprintf(
+			"%s already exists and is controlled by %s %s; the operator leaves it alone. Delete it, or give the Promocion another name",
+			owned.Object.GetName(), owned.Owner.Kind, owned.Owner.Name)
+	}
+	return "ApplyFailed", "could not apply the children: " + err.Error()
+}

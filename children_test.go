@@ -1,0 +1,214 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+func promocion(name, banner string, replicas *int32) *Promocion {
+	return &Promocion{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Generation: 1},
+		Spec:       PromocionSpec{Banner: banner, Replicas: replicas},
+	}
+}
+
+func TestPageEscapesBanner(t *testing.T) {
+	for _, tc := range []struct {
+		banner, want, never string
+	}{
+		{"https://tienda.example.com", "<h1>https://tienda.example.com</h1>", ""},
+		{"<script>alert(1)</script>", "<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>", "<script>"},
+		{`"><img src=x onerror=alert(1)>`, "<h1>&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</h1>", "<img"},
+		{"Tom & Jerry's", "<h1>Tom &amp; Jerry&#39;s</h1>", ""},
+		{"¡Rebajas! 🎉 שלום", "<h1>¡Rebajas! 🎉 שלום</h1>", ""},
+	} {
+		page := Page(promocion("p", tc.banner, nil))
+		if !strings.Contains(page, tc.want) {
+			t.Errorf("banner %q: page lacks %q:\n%s", tc.banner, tc.want, page)
+		}
+		if tc.never != "" && strings.Contains(page, tc.never) {
+			t.Errorf("banner %q: page holds markup %q:\n%s", tc.banner, tc.never, page)
+		}
+	}
+}
+
+func TestMutateOnEmptyObjects(t *testing.T) {
+	for _, tc := range []struct {
+		replicas *int32
+		want     int32
+	}{{nil, DefaultReplicas}, {new(int32(0)), 0}, {new(int32(3)), 3}} {
+		p := promocion("rebajas-verano", "hola", tc.replicas)
+
+		var cm corev1.ConfigMap
+		mutateConfigMap(&cm, p)
+		if cm.Data[pageKey] != Page(p) || cm.Labels[LabelPromocion] != p.Name {
+			t.Errorf("ConfigMap: %+v", cm)
+		}
+
+		var d appsv1.Deployment
+		mutateDeployment(&d, p, "web:1")
+		if got := *d.Spec.Replicas; got != tc.want {
+			t.Errorf("replicas %v: Deployment has %d, want %d", tc.replicas, got, tc.want)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("selector %v does not match template labels %v (%v)", d.Spec.Selector, d.Spec.Template.Labels, err)
+		}
+		pod := d.Spec.Template.Spec
+		if len(pod.Containers) != 1 || pod.Containers[0].Image != "web:1" || pod.Containers[0].Ports[0].ContainerPort != webPort {
+			t.Errorf("containers: %+v", pod.Containers)
+		}
+		if len(pod.Volumes) != 1 || pod.Volumes[0].ConfigMap.Name != "rebajas-verano-html" {
+			t.Errorf("volumes: %+v", pod.Volumes)
+		}
+		if d.Spec.Template.Annotations[AnnotationPageHash] != pageHash(Page(p)) {
+			t.Errorf("page hash annotation: %v", d.Spec.Template.Annotations)
+		}
+
+		var s corev1.Service
+		mutateService(&s, p)
+		if !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("Service selector %v does not select the pods %v", s.Spec.Selector, d.Spec.Template.Labels)
+		}
+		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort != intstr.FromString(webPortName) {
+			t.Errorf("Service ports: %+v", s.Spec.Ports)
+		}
+	}
+}
+
+// Objects as the API server returns them: defaulted fields, and additions by
+// other people and tools. The mutate functions must keep all of it, and change
+// nothing on an object that is already right.
+func TestMutateKeepsWhatItDoesNotOwn(t *testing.T) {
+	p := promocion("rebajas-verano", "hola", new(int32(3)))
+	created := metav1.NewTime(time.Unix(1, 0))
+
+	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created, Labels: map[string]string{"equipo": "marketing"}},
+		Data: map[string]string{"extra.css": "h1{}"}}
+	mutateConfigMap(&cm, p)
+	assertIdempotent(t, &cm, func() { mutateConfigMap(&cm, p) })
+	if cm.Labels["equipo"] != "marketing" || cm.Data["extra.css"] != "h1{}" {
+		t.Errorf("ConfigMap lost what it did not own: %+v", cm)
+	}
+
+	foreignSelector := &metav1.LabelSelector{MatchLabels: map[string]string{"old": "selector"}}
+	d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Spec: appsv1.DeploymentSpec{
+		Selector:             foreignSelector,
+		RevisionHistoryLimit: new(int32(10)),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{
+				{Name: "sidecar", Image: "proxy:1"},
+				{Name: webContainer, Image: "old:0", ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePath: "/dev/termination-log"},
+			},
+		}},
+	}}
+	mutateDeployment(&d, p, "web:1")
+	assertIdempotent(t, &d, func() { mutateDeployment(&d, p, "web:1") })
+	if d.Spec.Selector != foreignSelector {
+		t.Errorf("the selector of an existing Deployment is immutable and must be left alone, got %v", d.Spec.Selector)
+	}
+	cs := d.Spec.Template.Spec.Containers
+	if len(cs) != 2 || cs[0].Name != "sidecar" || cs[1].Image != "web:1" || cs[1].ImagePullPolicy != corev1.PullIfNotPresent ||
+		cs[1].TerminationMessagePath == "" || *d.Spec.RevisionHistoryLimit != 10 || d.Spec.Template.Spec.RestartPolicy == "" {
+		t.Errorf("Deployment lost defaulted or foreign fields: %+v", d.Spec)
+	}
+
+	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7",
+		Ports: []corev1.ServicePort{{Name: webPortName, Port: 80, NodePort: 30080}},
+	}}
+	mutateService(&s, p)
+	assertIdempotent(t, &s, func() { mutateService(&s, p) })
+	if s.Spec.ClusterIP != "10.0.0.7" || s.Spec.Ports[0].NodePort != 30080 || s.Spec.Type != corev1.ServiceTypeNodePort {
+		t.Errorf("Service lost defaulted or foreign fields: %+v", s.Spec)
+	}
+}
+
+func assertIdempotent[T interface{ DeepCopy() T }](t *testing.T, obj T, mutateAgain func()) {
+	t.Helper()
+	before := obj.DeepCopy()
+	mutateAgain()
+	if !equality.Semantic.DeepEqual(before, obj) {
+		t.Errorf("a second mutate changed %T: it would write on every reconcile", obj)
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	dep := func(generation, observed int64, replicas, updated, ready int32) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: generation},
+			Spec:       appsv1.DeploymentSpec{Replicas: new(int32(3))},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: ready},
+		}
+	}
+	owned := &controllerutil.AlreadyOwnedError{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html"}},
+		Owner: metav1.OwnerReference{Kind: "Otro", Name: "ajeno"}}
+
+	for _, tc := range []struct {
+		name        string
+		dep         *appsv1.Deployment
+		err         error
+		fase        string
+		ready       int32
+		readyCond   metav1.ConditionStatus
+		reason      string
+		progressing metav1.ConditionStatus
+		degraded    metav1.ConditionStatus
+	}{
+		{"no Deployment yet", nil, nil, FaseDesplegando, 0, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
+		{"rolling out", dep(1, 1, 3, 3, 1), nil, FaseDesplegando, 1, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
+		{"all ready", dep(2, 2, 3, 3, 3), nil, FaseListo, 3, metav1.ConditionTrue, "AllReplicasReady", metav1.ConditionFalse, metav1.ConditionFalse},
+		{"ready but new spec not seen", dep(2, 1, 3, 3, 3), nil, FaseDesplegando, 3, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
+		{"old pods still running", dep(2, 2, 4, 3, 3), nil, FaseDesplegando, 3, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
+		{"child owned by another", dep(2, 2, 3, 3, 3), owned, FaseListo, 3, metav1.ConditionFalse, "ChildOwnedByOther", metav1.ConditionFalse, metav1.ConditionTrue},
+		{"write failed", nil, errors.New("boom"), FaseDesplegando, 0, metav1.ConditionFalse, "ApplyFailed", metav1.ConditionTrue, metav1.ConditionTrue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := promocion("rebajas-verano", "hola", new(int32(3)))
+			p.Generation = 4
+			st := computeStatus(p, tc.dep, tc.err, now)
+			if st.Fase != tc.fase || st.ReadyReplicas != tc.ready || st.ObservedGeneration != 4 {
+				t.Errorf("fase %q ready %d observedGeneration %d; want %q %d 4", st.Fase, st.ReadyReplicas, st.ObservedGeneration, tc.fase, tc.ready)
+			}
+			ready := meta.FindStatusCondition(st.Conditions, ConditionReady)
+			if ready == nil || ready.Status != tc.readyCond || ready.Reason != tc.reason || ready.Message == "" || ready.ObservedGeneration != 4 {
+				t.Errorf("Ready condition %+v, want %s/%s", ready, tc.readyCond, tc.reason)
+			}
+			if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Status != tc.progressing {
+				t.Errorf("Progressing condition %+v, want %s", c, tc.progressing)
+			}
+			if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != tc.degraded {
+				t.Errorf("Degraded condition %+v, want %s", c, tc.degraded)
+			}
+			if tc.err == owned && !strings.Contains(ready.Message, "rebajas-verano-html") {
+				t.Errorf("the message does not name the child: %q", ready.Message)
+			}
+		})
+	}
+}
+
+// A status computed twice from the same world is the same, lastTransitionTime
+// included: otherwise every reconcile would write it.
+func TestComputeStatusIsStable(t *testing.T) {
+	p := promocion("rebajas-verano", "hola", new(int32(3)))
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: new(int32(3))},
+		Status: appsv1.DeploymentStatus{Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3}}
+	p.Status = computeStatus(p, d, nil, metav1.NewTime(time.Unix(1000, 0)))
+	again := computeStatus(p, d, nil, metav1.NewTime(time.Unix(2000, 0)))
+	if !equality.Semantic.DeepEqual(p.Status, again) {
+		t.Errorf("status changed with nothing else changing:\n%+v\n%+v", p.Status, again)
+	}
+}
