@@ -1,0 +1,481 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var ctx = context.Background()
+
+// createPromocion creates the lesson's Promocion in ns, with the given banner and replicas.
+func createPromocion(t *testing.T, ns, name, banner string, replicas int32) *Promocion {
+	t.Helper()
+	p := &Promocion{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       PromocionSpec{Banner: banner, Replicas: &replicas},
+	}
+	if err := k8sClient.Create(ctx, p); err != nil {
+		t.Fatalf("creating Promocion: %v", err)
+	}
+	return p
+}
+
+type children struct {
+	cm  corev1.ConfigMap
+	dep appsv1.Deployment
+	svc corev1.Service
+}
+
+// waitForChildren waits until the three children exist and returns them.
+func waitForChildren(t *testing.T, p *Promocion) *children {
+	t.Helper()
+	c := &children{}
+	eventually(t, "the ConfigMap, Deployment and Service exist", func() error {
+		return getChildren(p, c)
+	})
+	return c
+}
+
+func getChildren(p *Promocion, c *children) error {
+	for _, g := range []struct {
+		name string
+		obj  client.Object
+	}{{ConfigMapName(p), &c.cm}, {p.Name, &c.dep}, {p.Name, &c.svc}} {
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: g.name}, g.obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *children) objects() []client.Object { return []client.Object{&c.cm, &c.dep, &c.svc} }
+
+func getPromocion(t *testing.T, p *Promocion) *Promocion {
+	t.Helper()
+	var got Promocion
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+		t.Fatal(err)
+	}
+	return &got
+}
+
+// setDeploymentStatus plays the Deployment controller, which envtest does not run:
+// it reports ready of the Deployment's replicas, all up to date.
+func setDeploymentStatus(t *testing.T, key client.Object, ready int32) {
+	t.Helper()
+	eventually(t, "writing the Deployment's status", func() error {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(key), &d); err != nil {
+			return err
+		}
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n,
+			ReadyReplicas: ready, AvailableReplicas: ready, UnavailableReplicas: n - ready}
+		return k8sClient.Status().Update(ctx, &d)
+	})
+}
+
+// 1. The three children, controlled by the Promocion's UID.
+func TestCreatesChildren(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", `<script>alert("hola")</script> https://tienda.example.com`, 3)
+	c := waitForChildren(t, p)
+
+	for _, obj := range c.objects() {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.UID != p.UID || ref.Kind != "Promocion" || ref.Name != p.Name || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+			t.Errorf("%T %s: controller reference %+v, want the Promocion with UID %s", obj, obj.GetName(), ref, p.UID)
+		}
+		if obj.GetLabels()[LabelPromocion] != p.Name || obj.GetLabels()["app.kubernetes.io/managed-by"] != "operador-promociones" {
+			t.Errorf("%T %s: labels %v do not name the Promocion and the operator", obj, obj.GetName(), obj.GetLabels())
+		}
+	}
+	if *c.dep.Spec.Replicas != 3 {
+		t.Errorf("Deployment replicas %d, want 3", *c.dep.Spec.Replicas)
+	}
+	if !labels.SelectorFromSet(c.svc.Spec.Selector).Matches(labels.Set(c.dep.Spec.Template.Labels)) || len(c.svc.Spec.Selector) == 0 {
+		t.Errorf("Service selector %v does not select the Deployment's pods %v", c.svc.Spec.Selector, c.dep.Spec.Template.Labels)
+	}
+	if c.svc.Spec.Ports[0].Port != 80 {
+		t.Errorf("Service ports %+v, want 80", c.svc.Spec.Ports)
+	}
+	page := c.cm.Data["index.html"]
+	if !strings.Contains(page, "&lt;script&gt;alert(&#34;hola&#34;)&lt;/script&gt; https://tienda.example.com") || strings.Contains(page, "<script>") {
+		t.Errorf("the page does not hold the escaped banner:\n%s", page)
+	}
+	if v := c.dep.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].ConfigMap == nil || v[0].ConfigMap.Name != c.cm.Name {
+		t.Errorf("the pods do not mount the page's ConfigMap: %+v", v)
+	}
+}
+
+// 2. A deleted child comes back, as a new object.
+func TestDeletedChildrenComeBack(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+
+	for _, obj := range c.objects() {
+		old := obj.GetUID()
+		if err := k8sClient.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("%T %s is recreated", obj, obj.GetName()), func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			if obj.GetUID() == old {
+				return fmt.Errorf("still the deleted object")
+			}
+			return nil
+		})
+	}
+}
+
+// 3. Scaling the Deployment by hand is undone.
+func TestManualScaleIsUndone(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+
+	c.dep.Spec.Replicas = new(int32(1))
+	if err := k8sClient.Update(ctx, &c.dep); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Deployment is back to 3 replicas", func() error {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 3 {
+			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+}
+
+// 4. The Promocion is the source of truth: its changes reach the children.
+func TestSpecChangesReachChildren(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	oldHash := c.dep.Spec.Template.Annotations[AnnotationPageHash]
+
+	patch := []byte(`{"spec":{"replicas":5,"banner":"Rebajas de invierno"}}`)
+	if err := k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Deployment has 5 replicas and the page the new banner", func() error {
+		if err := getChildren(p, c); err != nil {
+			return err
+		}
+		if *c.dep.Spec.Replicas != 5 {
+			return fmt.Errorf("replicas %d", *c.dep.Spec.Replicas)
+		}
+		if !strings.Contains(c.cm.Data["index.html"], "<h1>Rebajas de invierno</h1>") {
+			return fmt.Errorf("page %q", c.cm.Data["index.html"])
+		}
+		if c.dep.Spec.Template.Annotations[AnnotationPageHash] == oldHash {
+			return fmt.Errorf("the pod template still carries the old page's hash, so the pods would not roll")
+		}
+		return nil
+	})
+}
+
+// 5. Status follows the Deployment.
+func TestStatusFollowsDeployment(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+
+	waitForStatus := func(fase string, ready int32, readyCond metav1.ConditionStatus) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("status %s with %d ready", fase, ready), func() error {
+			got := getPromocion(t, p)
+			cond := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+			if got.Status.Fase != fase || got.Status.ReadyReplicas != ready || cond == nil || cond.Status != readyCond ||
+				got.Status.ObservedGeneration != got.Generation {
+				return fmt.Errorf("status %+v", got.Status)
+			}
+			return nil
+		})
+	}
+	waitForStatus(FaseDesplegando, 0, metav1.ConditionFalse)
+	setDeploymentStatus(t, &c.dep, 2)
+	waitForStatus(FaseDesplegando, 2, metav1.ConditionFalse)
+	setDeploymentStatus(t, &c.dep, 3)
+	waitForStatus(FaseListo, 3, metav1.ConditionTrue)
+
+	// A new spec: Desplegando until the Deployment has caught up with it.
+	if err := k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitForStatus(FaseDesplegando, 3, metav1.ConditionFalse)
+	setDeploymentStatus(t, &c.dep, 5)
+	waitForStatus(FaseListo, 5, metav1.ConditionTrue)
+}
+
+// 6. Reconciling an unchanged Promocion writes nothing: the resourceVersions of
+// the Promocion and of its children stay as they were.
+func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	setDeploymentStatus(t, &c.dep, 3)
+	eventually(t, "Listo", func() error {
+		if f := getPromocion(t, p).Status.Fase; f != FaseListo {
+			return fmt.Errorf("fase %q", f)
+		}
+		return nil
+	})
+	// Someone else's additions are not the operator's business.
+	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"equipo":"marketing"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	versions := func() []string {
+		if err := getChildren(p, c); err != nil {
+			t.Fatal(err)
+		}
+		v := []string{getPromocion(t, p).ResourceVersion}
+		for _, o := range c.objects() {
+			v = append(v, o.GetResourceVersion())
+		}
+		return v
+	}
+	before := versions()
+	r := &PromocionReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), WebImage: DefaultWebImage}
+	for range 3 {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := versions(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("resourceVersions (Promocion, ConfigMap, Deployment, Service) changed from %v to %v", before, after)
+	}
+	if c.dep.Labels["equipo"] != "marketing" {
+		t.Errorf("the operator removed a label it does not own: %v", c.dep.Labels)
+	}
+}
+
+// 7. The API server rejects invalid Promociones, with a message that names the field.
+func TestInvalidPromocionesAreRejected(t *testing.T) {
+	ns := newNamespace(t)
+	long := strings.Repeat("a", MaxBannerLength+1)
+	for _, tc := range []struct {
+		name string
+		spec map[string]any
+		want string
+	}{
+		{"banner missing", map[string]any{"replicas": 1}, `spec.banner: Required value`},
+		{"banner empty", map[string]any{"banner": ""}, `spec.banner: Invalid value: "": spec.banner in body should be at least 1 chars long`},
+		{"banner too long", map[string]any{"banner": long}, `spec.banner: Too long: may not be more than 2048`},
+		{"replicas negative", map[string]any{"banner": "b", "replicas": -1}, `spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`},
+		{"replicas too many", map[string]any{"banner": "b", "replicas": 101}, `spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100`},
+		{"replicas a string", map[string]any{"banner": "b", "replicas": "tres"}, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer`},
+		{"banner a number", map[string]any{"banner": 3}, `spec.banner: Invalid value: "integer": spec.banner in body must be of type string`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+				"metadata": map[string]any{"name": "invalida", "namespace": ns},
+				"spec":     tc.spec,
+			}}
+			err := k8sClient.Create(ctx, u)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an Invalid error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// 8. A child that someone else controls is left alone, and the Promocion says so.
+func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
+	if err := k8sClient.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: new(true),
+		}}},
+		Data: map[string]string{"index.html": "<h1>not yours</h1>"},
+	}
+	if err := k8sClient.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	rv := theirs.ResourceVersion
+
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	eventually(t, "the Promocion reports the ConfigMap owned by another", func() error {
+		got := getPromocion(t, p)
+		c := meta.FindStatusCondition(got.Status.Conditions, ConditionDegraded)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ChildOwnedByOther" ||
+			!strings.Contains(c.Message, "rebajas-verano-html") || !strings.Contains(c.Message, owner.Name) {
+			return fmt.Errorf("conditions %+v", got.Status.Conditions)
+		}
+		if r := meta.FindStatusCondition(got.Status.Conditions, ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Ready should be False: %+v", r)
+		}
+		return nil
+	})
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
+		t.Fatal(err)
+	}
+	if theirs.ResourceVersion != rv || theirs.Data["index.html"] != "<h1>not yours</h1>" {
+		t.Errorf("the operator wrote to a ConfigMap it does not control: %+v", theirs)
+	}
+	// The other two children are still made.
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		eventually(t, fmt.Sprintf("%T exists", obj), func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(p), obj)
+		})
+	}
+}
+
+// 9. RBAC from manifiestos/: what the ServiceAccount may and may not do.
+func TestRBACManifests(t *testing.T) {
+	for _, f := range []string{"manifiestos/sa.yaml", "manifiestos/rbac.yaml"} {
+		for _, obj := range readManifests(t, f) {
+			if err := k8sClient.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+	type access struct{ verb, group, resource, sub string }
+	var allowed, denied []access
+	for _, v := range []string{"get", "list", "watch"} {
+		allowed = append(allowed, access{v, "tienda.example.com", "promociones", ""})
+	}
+	allowed = append(allowed,
+		access{"update", "tienda.example.com", "promociones", "status"},
+		access{"update", "tienda.example.com", "promociones", "finalizers"},
+		access{"create", "events.k8s.io", "events", ""},
+		access{"patch", "events.k8s.io", "events", ""})
+	for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+		for _, r := range []access{{"", "apps", "deployments", ""}, {"", "", "services", ""}, {"", "", "configmaps", ""}} {
+			allowed = append(allowed, access{v, r.group, r.resource, ""})
+		}
+	}
+	denied = []access{
+		{"update", "tienda.example.com", "promociones", ""}, // the spec belongs to the user
+		{"patch", "tienda.example.com", "promociones", ""},
+		{"delete", "tienda.example.com", "promociones", ""},
+		{"get", "", "secrets", ""},
+		{"delete", "", "secrets", ""},
+		{"list", "", "pods", ""},
+		{"create", "", "events", ""}, // the recorder uses events.k8s.io only
+	}
+
+	check := func(a access, want bool) {
+		sar := &authv1.SubjectAccessReview{Spec: authv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:default:operador-promociones",
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"},
+			ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Namespace: "tienda"},
+		}}
+		if err := k8sClient.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != want {
+			t.Errorf("may %s %s/%s %s: %v, want %v", a.verb, a.group, a.resource, a.sub, sar.Status.Allowed, want)
+		}
+	}
+	for _, a := range allowed {
+		check(a, true)
+	}
+	for _, a := range denied {
+		check(a, false)
+	}
+}
+
+// 10. The manager stops when asked, and leaves nothing reconciling behind.
+func TestManagerStopsCleanly(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	if err := stop(); err != nil {
+		t.Fatalf("the manager returned %v, want nil", err)
+	}
+	reconciling := regexp.MustCompile(`PromocionReconciler|controller-runtime/pkg/internal/controller`)
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); reconciling.MatchString(stacks) {
+		t.Errorf("goroutines of the controller outlived the manager:\n%s", stacks)
+	}
+	// And nothing acts on the world any more.
+	if err := k8sClient.Delete(ctx, &c.svc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.svc), &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Service came back after the manager stopped: %v", err)
+	}
+}
+
+// racingClient lets someone else write the Promocion just before the reconciler
+// writes its status, so that the API server answers with a real conflict.
+type racingClient struct {
+	client.Client
+	race func()
+}
+
+func (c racingClient) Status() client.SubResourceWriter {
+	c.race()
+	return c.Client.Status()
+}
+
+// An optimistic-concurrency conflict is routine: the reconcile asks to come back
+// soon instead of returning an error that would be logged.
+func TestConflictRequeuesQuietly(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	raced := false
+	race := func() {
+		raced = true
+		patch := []byte(`{"metadata":{"annotations":{"equipo":"marketing"}}}`)
+		if err := k8sClient.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &PromocionReconciler{Client: racingClient{k8sClient, race}, Scheme: k8sClient.Scheme(), WebImage: DefaultWebImage}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+
+	res, err := r.Reconcile(ctx, req)
+	if !raced || err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("after a conflict: result %+v, error %v; want a requeue and no error", res, err)
+	}
+	r.Client = k8sClient
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatalf("the next reconcile: %v", err)
+	}
+	if got := getPromocion(t, p); got.Status.Fase != FaseDesplegando || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("the next reconcile did not write the status: %+v", got.Status)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// The integration tests run against a real kube-apiserver and etcd, started by
+// envtest from binaries built by hack/k8s-binaries.sh (no download site is
+// reachable here). envtest runs no controllers: no Deployment controller, no
+// garbage collector. Where a test needs what those would do, it says so.
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client // an admin client that reads straight from the API server
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	assets, err := k8sBinaries()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration tests need kube-apiserver and etcd:", err)
+		return 1
+	}
+	testEnv = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: []string{filepath.Join("manifiestos", "crd.yaml")}},
+		ErrorIfCRDPathMissing: true,
+	}
+	if cfg, err = testEnv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() {
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}()
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: newScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// k8sBinaries is the folder holding etcd and kube-apiserver: $KUBEBUILDER_ASSETS
+// when make has set it, or else what hack/k8s-binaries.sh builds (once) and prints.
+func k8sBinaries() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join("hack", "k8s-binaries.sh"))
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("hack/k8s-binaries.sh: %w", err)
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+var nsCounter atomic.Int32
+
+// newNamespace gives each test a namespace of its own, so tests cannot see
+// each other's objects.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	name = strings.Trim(fmt.Sprintf("t%d-%.50s", nsCounter.Add(1), name), "-")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// startOperator runs the operator in-process, as main does, watching only
+// namespace ns. It stops when the test ends; the returned function stops it
+// earlier and returns what the manager returned.
+func startOperator(t *testing.T, ns string) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	opts := ctrl.Options{
+		Scheme:     newScheme(),
+		Logger:     testr.NewWithOptions(t, testr.Options{LogTimestamp: true}), // shown when the test fails, or with -v
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller: config.Controller{SkipNameValidation: new(true)}, // one controller per test, all named "promocion"
+	}
+	go func() { done <- run(ctx, cfg, opts, DefaultWebImage) }()
+	var stopped atomic.Bool
+	var result error
+	stop = func() error {
+		if stopped.Swap(true) {
+			return result
+		}
+		cancel()
+		select {
+		case result = <-done:
+		case <-time.After(time.Minute):
+			result = errors.New("the manager did not stop within a minute")
+		}
+		return result
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+	return stop
+}
+
+// eventually retries check until it returns nil, failing the test with the
+// last error after timeout.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	const timeout = 30 * time.Second
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not true after %s: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readManifests decodes every object in a multi-document YAML file.
+func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
