@@ -103,7 +103,7 @@ func (r *PromocionReconciler) apply(ctx context.Context, promo *Promocion, child
 		return fmt.Errorf("%s %s: %w", gvk.Kind, child.GetName(), err)
 	}
 	if op != controllerutil.OperationResultNone {
-		log.FromContext(ctx).Info("Applied child", "kind", gvk.Kind, "name", child.GetName(), "operation", op)
+		log.FromContext(ctx).Info("Applied child", "kind", gvk.Kind, "child", child.GetName(), "operation", op)
 	}
 	return nil
 }
