@@ -8,7 +8,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,15 +22,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -36,11 +42,24 @@ import (
 // PromocionReconciler brings a Promocion's children to what its spec asks for.
 type PromocionReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	WebImage string
+	// APIReader reads straight from the API server. The cache holds only the
+	// children the operator labelled; a child whose labels were removed by hand
+	// is found through this.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	WebImage  string
 }
 
+// reconcileTimeout bounds one reconcile. A reconcile is not cut short when the
+// manager stops, so that SIGTERM leaves no half-applied Promocion; this bounds
+// how long it can hold the shutdown up.
+const reconcileTimeout = 10 * time.Second
+
 func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+	defer cancel()
+
 	var promo Promocion
 	if err := r.Get(ctx, req.NamespacedName, &promo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -68,44 +87,72 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // Promocion asks for. It tries all three even when one fails, and returns the
 // Deployment only if it is the Promocion's own.
 func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocion) (*appsv1.Deployment, error) {
-	cm := &corev1.ConfigMap{ObjectMeta: childMeta(promo, ConfigMapName(promo))}
-	dep := &appsv1.Deployment{ObjectMeta: childMeta(promo, promo.Name)}
-	svc := &corev1.Service{ObjectMeta: childMeta(promo, promo.Name)}
-
-	cmErr := r.apply(ctx, promo, cm, func() { mutateConfigMap(cm, promo) })
-	depErr := r.apply(ctx, promo, dep, func() { mutateDeployment(dep, promo, r.WebImage) })
-	svcErr := r.apply(ctx, promo, svc, func() { mutateService(svc, promo) })
+	_, cmErr := applyChild(ctx, r, promo, ConfigMapName(promo), func(cm *corev1.ConfigMap) { mutateConfigMap(cm, promo) })
+	dep, depErr := applyChild(ctx, r, promo, promo.Name, func(d *appsv1.Deployment) { mutateDeployment(d, promo, r.WebImage) })
+	_, svcErr := applyChild(ctx, r, promo, promo.Name, func(s *corev1.Service) { mutateService(s, promo) })
 	if depErr != nil {
 		dep = nil
 	}
 	return dep, errors.Join(cmErr, depErr, svcErr)
 }
 
-func childMeta(promo *Promocion, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: promo.Namespace}
+// applyChild is CreateOrUpdate with the Promocion as the child's controller,
+// and an Event on the Promocion for every change and every failure. A child
+// controlled by something else makes SetControllerReference fail before any write.
+func applyChild[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, r *PromocionReconciler, promo *Promocion, name string, mutate func(P)) (P, error) {
+	createOrUpdate := func(c client.Client) (P, controllerutil.OperationResult, error) {
+		child := P(new(T))
+		child.SetName(name)
+		child.SetNamespace(promo.Namespace)
+		op, err := controllerutil.CreateOrUpdate(ctx, c, child, func() error {
+			if err := controllerutil.SetControllerReference(promo, child, r.Scheme); err != nil {
+				return err
+			}
+			mutate(child)
+			return nil
+		})
+		return child, op, err
+	}
+	child, op, err := createOrUpdate(r.Client)
+	if apierrors.IsAlreadyExists(err) {
+		// It exists but the cache cannot see it: someone removed its labels.
+		child, op, err = createOrUpdate(directReads{r.Client, r.APIReader})
+	}
+
+	gvk, gvkErr := apiutil.GVKForObject(child, r.Scheme)
+	if gvkErr != nil {
+		return nil, gvkErr
+	}
+	switch {
+	case apierrors.IsConflict(err):
+		return nil, err // routine: Reconcile requeues without an event
+	case err != nil:
+		err = fmt.Errorf("%s %s: %w", gvk.Kind, name, err)
+		reason, msg := explainApplyError(err)
+		r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
+		return nil, err
+	case op != controllerutil.OperationResultNone:
+		reason, action := "Updated", "Update"
+		if op == controllerutil.OperationResultCreated {
+			reason, action = "Created", "Create"
+		}
+		log.FromContext(ctx).Info(reason+" child", "kind", gvk.Kind, "child", name)
+		r.Recorder.Eventf(promo, child, corev1.EventTypeNormal, reason, action, "%s %s %s", reason, gvk.Kind, name)
+	}
+	return child, nil
 }
 
-// apply is CreateOrUpdate with the Promocion as the child's controller. A child
-// controlled by something else makes SetControllerReference fail before any write.
-func (r *PromocionReconciler) apply(ctx context.Context, promo *Promocion, child client.Object, mutate func()) error {
-	gvk, err := apiutil.GVKForObject(child, r.Scheme)
-	if err != nil {
-		return err
-	}
-	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, child, func() error {
-		if err := controllerutil.SetControllerReference(promo, child, r.Scheme); err != nil {
-			return err
-		}
-		mutate()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", gvk.Kind, child.GetName(), err)
-	}
-	if op != controllerutil.OperationResultNone {
-		log.FromContext(ctx).Info("Applied child", "kind", gvk.Kind, "child", child.GetName(), "operation", op)
-	}
-	return nil
+// directReads is a client whose reads skip the cache.
+type directReads struct {
+	client.Client
+	reader client.Reader
+}
+
+func (d directReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return d.reader.Get(ctx, key, obj, opts...)
 }
 
 // updateStatus writes the status subresource, and only when it changed.
@@ -145,12 +192,98 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	r := &PromocionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), WebImage: webImage}
+	r := &PromocionReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder(operatorName),
+		WebImage:  webImage,
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
 	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the caches are filled: before that, the operator knows nothing.
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
 }
+
+// flags is what the command line sets.
+type flags struct {
+	metricsAddr, probeAddr  string
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
+	namespaces              stringList
+	webImage                string
+	verbosity               int
+}
+
+func (c *flags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint, /metrics over HTTP/1.1; \"0\" turns it off.")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; \"0\" turns them off.")
+	fs.BoolVar(&c.leaderElect, "leader-elect", false, "Elect a leader through the Lease "+operatorName+", so that of several replicas only one reconciles.")
+	fs.StringVar(&c.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease. In a Pod it defaults to the Pod's namespace; out of the cluster it must be set.")
+	fs.DurationVar(&c.leaseDuration, "leader-elect-lease-duration", 30*time.Second, "How long a standby waits, after the leader's last renewal, before taking the Lease over.")
+	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
+	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
+	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
+	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
+	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
+}
+
+// gracefulShutdown is how long the manager waits, on SIGTERM, for reconciles in
+// flight and for the Lease to be released. deploy.yaml's
+// terminationGracePeriodSeconds is longer.
+const gracefulShutdown = 20 * time.Second
+
+func (c *flags) managerOptions() ctrl.Options {
+	// Only the children the operator labelled enter the cache, not every
+	// ConfigMap, Deployment and Service of the cluster.
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": operatorName})}
+	var namespaces map[string]cache.Config
+	for _, ns := range c.namespaces {
+		if namespaces == nil {
+			namespaces = map[string]cache.Config{}
+		}
+		namespaces[ns] = cache.Config{}
+	}
+	return ctrl.Options{
+		Scheme:                 newScheme(),
+		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
+		HealthProbeBindAddress: c.probeAddr,
+		Cache: cache.Options{
+			DefaultNamespaces: namespaces,
+			DefaultTransform:  cache.TransformStripManagedFields(),
+			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ours, &appsv1.Deployment{}: ours, &corev1.Service{}: ours},
+		},
+		LeaderElection:                c.leaderElect,
+		LeaderElectionID:              operatorName,
+		LeaderElectionNamespace:       c.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // safe: main exits as soon as the manager returns
+		LeaseDuration:                 &c.leaseDuration,
+		RenewDeadline:                 &c.renewDeadline,
+		RetryPeriod:                   &c.retryPeriod,
+		GracefulShutdownTimeout:       new(gracefulShutdown),
+	}
+}
+
+// stringList is a flag that may be repeated.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // newLogger writes human-readable lines ("INFO  message  {"key": "value"}");
 // verbosity n shows logr's V(n) detail.
@@ -167,17 +300,11 @@ func newLogger(verbosity int) (logr.Logger, error) {
 }
 
 func main() {
-	var (
-		metricsAddr string
-		webImage    string
-		verbosity   int
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint listens on; \"0\" turns it off.")
-	flag.StringVar(&webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080.")
-	flag.IntVar(&verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
+	var c flags
+	c.bind(flag.CommandLine)
 	flag.Parse()
 
-	logger, err := newLogger(verbosity)
+	logger, err := newLogger(c.verbosity)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -186,11 +313,9 @@ func main() {
 	klog.SetLogger(logger) // client-go logs through klog; send it to the same place
 	logger.Info("operador-promociones arrancando")
 
-	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:  newScheme(),
-		Metrics: metricsserver.Options{BindAddress: metricsAddr},
-	}, webImage); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), c.managerOptions(), c.webImage); err != nil {
 		logger.Error(err, "Operator stopped")
 		os.Exit(1)
 	}
+	logger.Info("Operator stopped")
 }

@@ -269,7 +269,7 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 		return v
 	}
 	before := versions()
-	r := &PromocionReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), WebImage: DefaultWebImage}
+	r := newReconciler(t, k8sClient)
 	for range 3 {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
 			t.Fatal(err)
@@ -464,7 +464,7 @@ func TestConflictRequeuesQuietly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &PromocionReconciler{Client: racingClient{k8sClient, race}, Scheme: k8sClient.Scheme(), WebImage: DefaultWebImage}
+	r := newReconciler(t, racingClient{k8sClient, race})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
 
 	res, err := r.Reconcile(ctx, req)

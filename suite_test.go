@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // The integration tests run against a real kube-apiserver and etcd, started by
@@ -112,13 +112,10 @@ func startOperator(t *testing.T, ns string) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	opts := ctrl.Options{
-		Scheme:     newScheme(),
-		Logger:     testr.NewWithOptions(t, testr.Options{LogTimestamp: true}), // shown when the test fails, or with -v
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller: config.Controller{SkipNameValidation: new(true)}, // one controller per test, all named "promocion"
-	}
+	f := testFlags(ns)
+	opts := f.managerOptions()
+	opts.Logger = testr.NewWithOptions(t, testr.Options{LogTimestamp: true}) // shown when the test fails, or with -v
+	opts.Controller = config.Controller{SkipNameValidation: new(true)}       // one controller per test, all named "promocion"
 	go func() { done <- run(ctx, cfg, opts, DefaultWebImage) }()
 	var stopped atomic.Bool
 	var result error
@@ -140,6 +137,26 @@ func startOperator(t *testing.T, ns string) (stop func() error) {
 		}
 	})
 	return stop
+}
+
+// testFlags are main's flags for an operator that watches only ns and
+// listens on no port.
+func testFlags(ns string) flags {
+	var f flags
+	f.bind(flag.NewFlagSet("test", flag.PanicOnError))
+	f.metricsAddr, f.probeAddr, f.namespaces = "0", "0", stringList{ns}
+	return f
+}
+
+// newReconciler is the operator's reconciler on client c, for tests that call
+// Reconcile themselves. Its events reach the API server.
+func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
+	stop := make(chan struct{})
+	b.StartRecordingToSink(stop)
+	t.Cleanup(func() { close(stop); b.Shutdown() })
+	return &PromocionReconciler{Client: c, APIReader: k8sClient, Scheme: c.Scheme(),
+		Recorder: b.NewRecorder(c.Scheme(), operatorName), WebImage: DefaultWebImage}
 }
 
 // eventually retries check until it returns nil, failing the test with the
