@@ -10,7 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -41,6 +43,7 @@ const (
 	webPort      = 8080
 	servicePort  = 80
 	htmlVolume   = "html"
+	tmpVolume    = "tmp"
 	htmlDir      = "/usr/share/nginx/html"
 )
 
@@ -105,6 +108,18 @@ func mutateDeployment(d *appsv1.Deployment, p *Promocion, image string) {
 		DefaultMode:          new(int32(0o644)), // the API server's default, written out so it compares equal
 	}}
 
+	// nginx writes its pid and temporary files to /tmp; the rest of the root
+	// filesystem is read-only.
+	tmp := byName(&tpl.Spec.Volumes, tmpVolume, func(v *corev1.Volume) *string { return &v.Name })
+	tmp.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+
+	// Pod Security "restricted": the pods run in namespaces that enforce it.
+	if tpl.Spec.SecurityContext == nil {
+		tpl.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	tpl.Spec.SecurityContext.RunAsNonRoot = new(true)
+	tpl.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+
 	c := byName(&tpl.Spec.Containers, webContainer, func(c *corev1.Container) *string { return &c.Name })
 	c.Image = image
 	port := byName(&c.Ports, webPortName, func(p *corev1.ContainerPort) *string { return &p.Name })
@@ -113,6 +128,24 @@ func mutateDeployment(d *appsv1.Deployment, p *Promocion, image string) {
 	mount := byName(&c.VolumeMounts, htmlVolume, func(m *corev1.VolumeMount) *string { return &m.Name })
 	mount.MountPath = htmlDir
 	mount.ReadOnly = true
+	tmpMount := byName(&c.VolumeMounts, tmpVolume, func(m *corev1.VolumeMount) *string { return &m.Name })
+	tmpMount.MountPath = "/tmp"
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	c.SecurityContext.AllowPrivilegeEscalation = new(false)
+	c.SecurityContext.ReadOnlyRootFilesystem = new(true)
+	c.SecurityContext.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	// Ready means serving the page. Every field is written out, defaults
+	// included, so the probe compares equal to the one the API server returns.
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/", Port: intstr.FromString(webPortName), Scheme: corev1.URISchemeHTTP,
+		}},
+		TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3,
+	}
 }
 
 func mutateService(s *corev1.Service, p *Promocion) {
@@ -162,9 +195,10 @@ func computeStatus(p *Promocion, d *appsv1.Deployment, applyErr error, now metav
 	st.ObservedGeneration = p.Generation
 	desired := p.DesiredReplicas()
 
-	st.ReadyReplicas, st.Fase = 0, FaseDesplegando
+	st.Selector = labels.SelectorFromSet(selectorLabels(p)).String()
+	st.Replicas, st.ReadyReplicas, st.Fase = 0, 0, FaseDesplegando
 	if d != nil {
-		st.ReadyReplicas = d.Status.ReadyReplicas
+		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		if deploymentCaughtUp(d, desired) {
 			st.Fase = FaseListo
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,14 @@ func TestMutateOnEmptyObjects(t *testing.T) {
 		if len(pod.Containers) != 1 || pod.Containers[0].Image != "web:1" || pod.Containers[0].Ports[0].ContainerPort != webPort {
 			t.Errorf("containers: %+v", pod.Containers)
 		}
-		if len(pod.Volumes) != 1 || pod.Volumes[0].ConfigMap.Name != "rebajas-verano-html" {
+		if v := pod.Volumes[0]; v.Name != htmlVolume || v.ConfigMap == nil || v.ConfigMap.Name != "rebajas-verano-html" {
 			t.Errorf("volumes: %+v", pod.Volumes)
+		}
+		web := pod.Containers[0]
+		if sc := pod.SecurityContext; sc == nil || !*sc.RunAsNonRoot || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+			!*web.SecurityContext.ReadOnlyRootFilesystem || *web.SecurityContext.AllowPrivilegeEscalation ||
+			fmt.Sprint(web.SecurityContext.Capabilities.Drop) != "[ALL]" {
+			t.Errorf("the pods are not restricted: pod %+v, container %+v", pod.SecurityContext, web.SecurityContext)
 		}
 		if d.Spec.Template.Annotations[AnnotationPageHash] != pageHash(Page(p)) {
 			t.Errorf("page hash annotation: %v", d.Spec.Template.Annotations)

@@ -121,7 +121,7 @@ func TestCreatesChildren(t *testing.T) {
 	if !strings.Contains(page, "&lt;script&gt;alert(&#34;hola&#34;)&lt;/script&gt; https://tienda.example.com") || strings.Contains(page, "<script>") {
 		t.Errorf("the page does not hold the escaped banner:\n%s", page)
 	}
-	if v := c.dep.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].ConfigMap == nil || v[0].ConfigMap.Name != c.cm.Name {
+	if v := c.dep.Spec.Template.Spec.Volumes; v[0].Name != htmlVolume || v[0].ConfigMap == nil || v[0].ConfigMap.Name != c.cm.Name {
 		t.Errorf("the pods do not mount the page's ConfigMap: %+v", v)
 	}
 }
@@ -283,32 +283,90 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 	}
 }
 
-// 7. The API server rejects invalid Promociones, with a message that names the field.
-func TestInvalidPromocionesAreRejected(t *testing.T) {
+// 7. The API server rejects invalid Promociones with a message that says what
+// to change, and accepts the edge cases.
+func TestValidation(t *testing.T) {
 	ns := newNamespace(t)
-	long := strings.Repeat("a", MaxBannerLength+1)
+	create := func(name string, spec map[string]any) error {
+		obj := map[string]any{
+			"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+		}
+		if spec != nil {
+			obj["spec"] = spec
+		}
+		return k8sClient.Create(ctx, &unstructured.Unstructured{Object: obj})
+	}
+	b := func(banner string) map[string]any { return map[string]any{"banner": banner} }
+	name63 := "a" + strings.Repeat("b", 61) + "c"
+
 	for _, tc := range []struct {
-		name string
-		spec map[string]any
-		want string
+		name, objName string
+		spec          map[string]any
+		want          string
 	}{
-		{"banner missing", map[string]any{"replicas": 1}, `spec.banner: Required value`},
-		{"banner empty", map[string]any{"banner": ""}, `spec.banner: Invalid value: "": spec.banner in body should be at least 1 chars long`},
-		{"banner too long", map[string]any{"banner": long}, `spec.banner: Too long: may not be more than 2048`},
-		{"replicas negative", map[string]any{"banner": "b", "replicas": -1}, `spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`},
-		{"replicas too many", map[string]any{"banner": "b", "replicas": 101}, `spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100`},
-		{"replicas a string", map[string]any{"banner": "b", "replicas": "tres"}, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer`},
-		{"banner a number", map[string]any{"banner": 3}, `spec.banner: Invalid value: "integer": spec.banner in body must be of type string`},
+		{"spec missing", "p", nil, `spec: Required value`},
+		{"banner missing", "p", map[string]any{"replicas": 1}, `spec.banner: Required value`},
+		{"banner empty", "p", b(""), `spec.banner: Invalid value: "": spec.banner in body should be at least 1 chars long`},
+		{"banner blank", "p", b("   "), `spec.banner must not be blank; write the text the page should show`},
+		{"banner with a newline", "p", b("rebajas\nde verano"), `spec.banner must be a single line of text: remove control characters`},
+		{"banner with an escape character", "p", b("\x1b[31mrojo"), `spec.banner must be a single line of text`},
+		{"banner with a NUL", "p", b("a\x00b"), `spec.banner must be a single line of text`},
+		{"banner too long", "p", b(strings.Repeat("a", MaxBannerLength+1)), `spec.banner: Too long: may not be more than 2048`},
+		{"banner a number", "p", map[string]any{"banner": 3}, `spec.banner: Invalid value: "integer": spec.banner in body must be of type string`},
+		{"replicas negative", "p", map[string]any{"banner": "b", "replicas": -1}, `spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`},
+		{"replicas over the maximum", "p", map[string]any{"banner": "b", "replicas": 101}, `spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100`},
+		{"replicas a string", "p", map[string]any{"banner": "b", "replicas": "tres"}, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer`},
+		{"replicas a fraction", "p", map[string]any{"banner": "b", "replicas": 1.5}, `spec.replicas: Invalid value: "float64": spec.replicas in body must be of type int32`},
+		{"name starting with a digit", "1-rebajas", b("b"), `metadata.name must start with a lowercase letter`},
+		{"name with a dot", "rebajas.verano", b("b"), `metadata.name must start with a lowercase letter, end with a letter or digit, and hold only lowercase letters, digits and '-'`},
+		{"name of 64 characters", name63 + "d", b("b"), `metadata.name must be at most 63 characters`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			u := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
-				"metadata": map[string]any{"name": "invalida", "namespace": ns},
-				"spec":     tc.spec,
-			}}
-			err := k8sClient.Create(ctx, u)
+		t.Run("invalid/"+tc.name, func(t *testing.T) {
+			err := create(tc.objName, tc.spec)
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v\nwant an Invalid error containing %q", err, tc.want)
+			}
+			t.Logf("%v", err)
+		})
+	}
+
+	for i, tc := range []struct {
+		name, objName string
+		spec          map[string]any
+	}{
+		{"name of 63 characters", name63, b("b")},
+		{"name of one letter", "a", b("b")},
+		{"name with digits and dashes", "a1-b2-c3", b("b")},
+		{"replicas 0", "p", map[string]any{"banner": "b", "replicas": 0}},
+		{"replicas at the maximum", "p", map[string]any{"banner": "b", "replicas": 100}},
+		{"replicas not said", "p", b("b")},
+		{"banner of one character", "p", b("¡")},
+		{"banner at the maximum", "p", b(strings.Repeat("a", MaxBannerLength))},
+		{"banner of 2048 emoji", "p", b(strings.Repeat("🎉", MaxBannerLength))},
+		{"Unicode banner", "p", b("¡Rebajas de verano! 🎉 ñandú")},
+		{"right-to-left banner", "p", b("تخفيضات الصيف")},
+		{"HTML banner", "p", b(`<script>alert('x')</script>`)},
+		{"quotes and ampersand", "p", b(`"Tom" & 'Jerry'`)},
+		{"spaces around the text", "p", b("  hola  ")},
+	} {
+		t.Run("valid/"+tc.name, func(t *testing.T) {
+			name := tc.objName
+			if name == "p" {
+				name = fmt.Sprintf("valida-%d", i)
+			}
+			if err := create(name, tc.spec); err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			var got Promocion
+			if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Banner != tc.spec["banner"] {
+				t.Errorf("banner stored as %q", got.Spec.Banner)
+			}
+			if _, said := tc.spec["replicas"]; !said && got.Spec.Replicas != nil {
+				t.Errorf("replicas not said, but stored as %d: a schema default would hide that", *got.Spec.Replicas)
 			}
 		})
 	}

@@ -49,6 +49,9 @@ type PromocionSpec struct {
 }
 
 type PromocionStatus struct {
+	// Replicas and Selector serve the scale subresource.
+	Replicas           int32              `json:"replicas,omitempty"`
+	Selector           string             `json:"selector,omitempty"`
 	ReadyReplicas      int32              `json:"readyReplicas,omitempty"`
 	Fase               string             `json:"fase,omitempty"`
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`

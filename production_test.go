@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The operator keeps nothing outside the cluster, so it adds no finalizer, and
+// deleting a Promocion completes even with no operator running.
+func TestNoFinalizer(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	waitForChildren(t, p)
+	if f := getPromocion(t, p).Finalizers; len(f) > 0 {
+		t.Errorf("the operator added finalizers %v", f)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &Promocion{}); !apierrors.IsNotFound(err) {
+		t.Errorf("with no operator running, the deleted Promocion is still there: %v", err)
+	}
+}
+
+// events lists the events.k8s.io Events about a Promocion, by reason.
+func promocionEvents(t *testing.T, p *Promocion) map[string][]eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	byReason := map[string][]eventsv1.Event{}
+	for _, e := range list.Items {
+		if e.Regarding.UID == p.UID {
+			byReason[e.Reason] = append(byReason[e.Reason], e)
+		}
+	}
+	return byReason
+}
+
+// Events tell the story: one Created per child, an Updated when one is put
+// back, and nothing at all when nothing changed.
+func TestEvents(t *testing.T) {
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	eventually(t, "a Created event for each child", func() error {
+		created := promocionEvents(t, p)["Created"]
+		var notes []string
+		for _, e := range created {
+			if e.Type != corev1.EventTypeNormal || e.ReportingController != operatorName || e.Related == nil {
+				return fmt.Errorf("unexpected event %+v", e)
+			}
+			notes = append(notes, e.Note)
+		}
+		for _, want := range []string{"Created ConfigMap rebajas-verano-html", "Created Deployment rebajas-verano", "Created Service rebajas-verano"} {
+			if !strings.Contains(strings.Join(notes, "|"), want) {
+				return fmt.Errorf("no event %q among %q", want, notes)
+			}
+		}
+		return nil
+	})
+	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "an Updated event for the Deployment", func() error {
+		for _, e := range promocionEvents(t, p)["Updated"] {
+			if e.Note == "Updated Deployment rebajas-verano" {
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	count := func() (n int) {
+		for _, es := range promocionEvents(t, p) {
+			n += len(es)
+		}
+		return n
+	}
+	before := count()
+	r := newReconciler(t, k8sClient)
+	for range 3 {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := count(); after != before {
+		t.Errorf("reconciling an unchanged Promocion emitted events: %d before, %d after", before, after)
+	}
+}
+
+// A child owned by someone else is a Warning event too, so kubectl describe shows it.
+func TestWarningEventForChildOwnedByOther(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
+	if err := k8sClient.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: new(true),
+		}}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	if err := k8sClient.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	eventually(t, "a Warning event ChildOwnedByOther", func() error {
+		for _, e := range promocionEvents(t, p)["ChildOwnedByOther"] {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "rebajas-verano") && strings.Contains(e.Note, owner.Name) {
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+}
+
+// The scale subresource: kubectl scale and a HorizontalPodAutoscaler go
+// through it to spec.replicas, and read the pods' selector from it.
+func TestScaleSubresource(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	setDeploymentStatus(t, &c.dep, 3)
+
+	var scale autoscalingv1.Scale
+	eventually(t, "the scale subresource reports 3 replicas and the pods' selector", func() error {
+		if err := k8sClient.SubResource("scale").Get(ctx, p, &scale); err != nil {
+			return err
+		}
+		if scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 || scale.Status.Selector != LabelPromocion+"=rebajas-verano" {
+			return fmt.Errorf("scale %+v", scale)
+		}
+		return nil
+	})
+	scale.Spec.Replicas = 4
+	if err := k8sClient.SubResource("scale").Update(ctx, p, client.WithSubResourceBody(&scale)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Deployment follows the scale to 4", func() error {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 4 || *getPromocion(t, p).Spec.Replicas != 4 {
+			return fmt.Errorf("Deployment replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+}
+
+// The cache holds only what the operator labelled, without managedFields:
+// thousands of unrelated ConfigMaps cost it nothing.
+func TestCacheHoldsOnlyTheOperatorsChildren(t *testing.T) {
+	ns := newNamespace(t)
+	for i := range 2000 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns},
+			Data: map[string]string{"k": "v"}}
+		if err := k8sClient.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	waitForChildren(t, p)
+
+	// A manager with the operator's own cache options, to look inside its cache.
+	f := testFlags(ns)
+	mgr, err := ctrl.NewManager(cfg, f.managerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = mgr.GetCache().Start(mctx) }()
+	eventually(t, "the cache holds the Promocion's ConfigMap and nothing else", func() error {
+		var list corev1.ConfigMapList
+		if err := mgr.GetCache().List(mctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != "rebajas-verano-html" {
+			return fmt.Errorf("%d ConfigMaps in the cache", len(list.Items))
+		}
+		if list.Items[0].ManagedFields != nil {
+			return fmt.Errorf("managedFields are cached")
+		}
+		return nil
+	})
+}
+
+// A child whose labels were removed by hand leaves the cache, yet it is found
+// and repaired, with no error and no Create that fails forever.
+func TestChildWithoutLabelsIsRepaired(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	c := waitForChildren(t, p)
+	uid := c.dep.UID
+
+	unlabel := []byte(`{"metadata":{"labels":null},"spec":{"replicas":1}}`)
+	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, unlabel)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Deployment has its labels and 3 replicas again", func() error {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+			return err
+		}
+		if d.Labels["app.kubernetes.io/managed-by"] != operatorName || *d.Spec.Replicas != 3 || d.UID != uid {
+			return fmt.Errorf("labels %v, replicas %d", d.Labels, *d.Spec.Replicas)
+		}
+		return nil
+	})
+	if warnings := promocionEvents(t, p)["ApplyFailed"]; len(warnings) > 0 {
+		t.Errorf("repairing the child failed on the way: %+v", warnings)
+	}
+}
