@@ -229,6 +229,20 @@ func computeStatus(p *Promocion, d *appsv1.Deployment, applyErr error, now metav
 	} else {
 		set(ConditionProgressing, metav1.ConditionTrue, "Deploying", replicas+"; the Deployment is rolling out the latest spec")
 	}
+
+	// kstatus, which Flux and other GitOps tools use to judge health, reads
+	// Stalled and Reconciling, present only while true. A stalled Promocion is
+	// not making progress, so it is not Reconciling.
+	degraded := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+	progressing := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
+		set(ConditionStalled, metav1.ConditionTrue, degraded.Reason, degraded.Message)
+	case progressing.Status == metav1.ConditionTrue:
+		set(ConditionReconciling, metav1.ConditionTrue, progressing.Reason, progressing.Message)
+	}
 	return st
 }
 

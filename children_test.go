@@ -200,6 +200,13 @@ func TestComputeStatus(t *testing.T) {
 			if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != tc.degraded {
 				t.Errorf("Degraded condition %+v, want %s", c, tc.degraded)
 			}
+			stalled := tc.degraded == metav1.ConditionTrue
+			reconciling := tc.progressing == metav1.ConditionTrue && !stalled
+			for typ, want := range map[string]bool{ConditionStalled: stalled, ConditionReconciling: reconciling} {
+				if c := meta.FindStatusCondition(st.Conditions, typ); (c != nil) != want {
+					t.Errorf("%s condition %+v, want present: %v", typ, c, want)
+				}
+			}
 			if tc.err == owned && !strings.Contains(ready.Message, "rebajas-verano-html") {
 				t.Errorf("the message does not name the child: %q", ready.Message)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -209,7 +210,7 @@ func TestStatusFollowsDeployment(t *testing.T) {
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
 	c := waitForChildren(t, p)
 
-	waitForStatus := func(fase string, ready int32, readyCond metav1.ConditionStatus) {
+	waitForStatus := func(fase string, ready int32, readyCond metav1.ConditionStatus, health kstatus.Status) {
 		t.Helper()
 		eventually(t, fmt.Sprintf("status %s with %d ready", fase, ready), func() error {
 			got := getPromocion(t, p)
@@ -218,22 +219,41 @@ func TestStatusFollowsDeployment(t *testing.T) {
 				got.Status.ObservedGeneration != got.Generation {
 				return fmt.Errorf("status %+v", got.Status)
 			}
+			if h := kstatusOf(t, p); h != health {
+				return fmt.Errorf("kstatus says %s, want %s", h, health)
+			}
 			return nil
 		})
 	}
-	waitForStatus(FaseDesplegando, 0, metav1.ConditionFalse)
+	waitForStatus(FaseDesplegando, 0, metav1.ConditionFalse, kstatus.InProgressStatus)
 	setDeploymentStatus(t, &c.dep, 2)
-	waitForStatus(FaseDesplegando, 2, metav1.ConditionFalse)
+	waitForStatus(FaseDesplegando, 2, metav1.ConditionFalse, kstatus.InProgressStatus)
 	setDeploymentStatus(t, &c.dep, 3)
-	waitForStatus(FaseListo, 3, metav1.ConditionTrue)
+	waitForStatus(FaseListo, 3, metav1.ConditionTrue, kstatus.CurrentStatus)
 
 	// A new spec: Desplegando until the Deployment has caught up with it.
 	if err := k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`))); err != nil {
 		t.Fatal(err)
 	}
-	waitForStatus(FaseDesplegando, 3, metav1.ConditionFalse)
+	waitForStatus(FaseDesplegando, 3, metav1.ConditionFalse, kstatus.InProgressStatus)
 	setDeploymentStatus(t, &c.dep, 5)
-	waitForStatus(FaseListo, 5, metav1.ConditionTrue)
+	waitForStatus(FaseListo, 5, metav1.ConditionTrue, kstatus.CurrentStatus)
+}
+
+// kstatusOf is the Promocion's health as kstatus, the library behind Flux's
+// health checks, computes it from the object in the API server.
+func kstatusOf(t *testing.T, p *Promocion) kstatus.Status {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GroupVersion.WithKind("Promocion"))
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), u); err != nil {
+		t.Fatal(err)
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
 }
 
 // 6. Reconciling an unchanged Promocion writes nothing: the resourceVersions of
@@ -401,6 +421,9 @@ func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
 		}
 		if r := meta.FindStatusCondition(got.Status.Conditions, ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
 			return fmt.Errorf("Ready should be False: %+v", r)
+		}
+		if h := kstatusOf(t, p); h != kstatus.FailedStatus {
+			return fmt.Errorf("kstatus says %s, want Failed", h)
 		}
 		return nil
 	})

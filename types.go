@@ -39,6 +39,9 @@ const (
 	ConditionReady       = "Ready"
 	ConditionProgressing = "Progressing"
 	ConditionDegraded    = "Degraded"
+	// For kstatus: Progressing and Degraded again, present only while true.
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 type PromocionSpec struct {

@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hack/cluster.sh must fail clearly, naming the component and its log, and leave
+// no process behind: here, once for a port in use and once for a binary that dies.
+func TestClusterFailsCleanly(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	up := func(dir, port string) (string, error) {
+		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), "up")
+		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+dir, "CLUSTER_PORT="+port)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	leftovers := func(dir string) []string {
+		var found []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(dir)) {
+				found = append(found, strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+		return found
+	}
+
+	t.Run("port in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+		dir := t.TempDir()
+		out, err := up(dir, port)
+		if err == nil || !strings.Contains(out, "kube-apiserver cannot start: port "+port+" is already in use") {
+			t.Errorf("want a failure naming kube-apiserver and port %s, got %v:\n%s", port, err, out)
+		}
+		if p := leftovers(dir); len(p) > 0 {
+			t.Errorf("processes left behind: %q", p)
+		}
+	})
+
+	t.Run("a binary that dies", func(t *testing.T) {
+		dir := t.TempDir()
+		// Certificates that kube-apiserver cannot load: etcd starts, kube-apiserver dies.
+		pki := filepath.Join(dir, "pki")
+		if err := os.MkdirAll(pki, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.key", "sa.pub"} {
+			if err := os.WriteFile(filepath.Join(pki, f), []byte("not a certificate"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := up(dir, "17643")
+		log := filepath.Join(dir, "logs", "kube-apiserver.log")
+		if err == nil || !strings.Contains(out, "kube-apiserver failed: the process exited") || !strings.Contains(out, log) {
+			t.Errorf("want a failure naming kube-apiserver and %s, got %v:\n%s", log, err, out)
+		}
+		if p := leftovers(dir); len(p) > 0 {
+			t.Errorf("processes left behind: %q", p)
+		}
+	})
+}

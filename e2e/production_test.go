@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// applyPromociones creates n Promociones in ns with one kubectl apply.
+func (l *lesson) applyPromociones(ns string, n int, replicas int) {
+	l.t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: tienda.example.com/v1\nkind: Promocion\nmetadata: {name: promo-%d, namespace: %s}\nspec: {banner: oferta %d, replicas: %d}\n", i, ns, i, replicas)
+	}
+	f := filepath.Join(l.tmp, ns+"-promociones.yaml")
+	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	l.kubectl("apply", "-f", f)
+}
+
+// waitForLog waits until the operator's log matches pattern and returns when
+// it first saw it.
+func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
+	l.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if o.logHas(pattern) == nil {
+			l.logf("ok: %s", what)
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("%s: no %q in %s after %s", what, pattern, o.log, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	acquired  = `Successfully acquired lease.*"lider/operador-promociones"`
+	attempted = `Attempting to acquire leader lease.*"lider/operador-promociones"`
+)
+
+// Two replicas with leader election: only the holder of the Lease reconciles,
+// and the other takes over when it stops (SIGTERM: it releases the Lease at
+// once) or dies (SIGKILL: once the Lease expires).
+func TestLeaderElection(t *testing.T) {
+	l := newLesson(t)
+	l.kubectl("create", "namespace", "lider")
+	const lease = 6 * time.Second
+	args := []string{"--leader-elect", "--leader-election-namespace=lider", "--namespace=lider",
+		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
+
+	a := l.startOperator("a", l.kubeconfig, args...)
+	l.waitForLog(a, "a leads", acquired)
+	b := l.startOperator("b", l.kubeconfig, args...)
+	l.waitForLog(b, "b waits for the Lease", attempted)
+
+	l.applyPromociones("lider", 5, 1)
+	l.eventually("the five Promociones are Listo", func() error { return l.allListo("lider", 5) })
+	time.Sleep(time.Second)
+	if a.logHas(`Created child`) != nil {
+		t.Errorf("the leader did not reconcile")
+	}
+	if b.logHas(`Starting Controller|Created child|Updated child`) == nil {
+		t.Errorf("the standby reconciled without the Lease")
+	}
+	l.logf("only the leader reconciled")
+
+	sent := time.Now()
+	a.stop(t) // SIGTERM: exits 0, releasing the Lease
+	took := l.waitForLog(b, "b takes over after a's SIGTERM", acquired).Sub(sent)
+	l.logf("FIGURE leader handover after SIGTERM: %s", took.Round(time.Millisecond))
+	if took > lease {
+		t.Errorf("the handover after SIGTERM took %s, longer than the lease (%s): the Lease was not released", took, lease)
+	}
+	l.kubectl("delete", "service", "promo-0", "-n", "lider")
+	l.eventually("b reconciles: the Service is back", func() error { _, err := l.tryKubectl("get", "service", "promo-0", "-n", "lider"); return err })
+
+	c := l.startOperator("c", l.kubeconfig, args...)
+	l.waitForLog(c, "c waits for the Lease", attempted)
+	sent = time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	took = l.waitForLog(c, "c takes over after b's SIGKILL", acquired).Sub(sent)
+	l.logf("FIGURE leader handover after SIGKILL: %s (lease duration %s)", took.Round(time.Millisecond), lease)
+	l.kubectl("delete", "configmap", "promo-1-html", "-n", "lider")
+	l.eventually("c reconciles: the ConfigMap is back", func() error {
+		_, err := l.tryKubectl("get", "configmap", "promo-1-html", "-n", "lider")
+		return err
+	})
+	c.stop(t)
+}
+
+// allListo checks that n Promociones in ns are Listo.
+func (l *lesson) allListo(ns string, n int) error {
+	out := l.kubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
+	if got := strings.Count(out, "Listo"); got != n {
+		return fmt.Errorf("%d of %d Listo", got, n)
+	}
+	return nil
+}
+
+// SIGTERM in the middle of a burst: reconciles in flight finish, nothing is
+// logged as an error, the process exits 0, and a new process converges the rest.
+func TestCleanShutdown(t *testing.T) {
+	l := newLesson(t)
+	l.kubectl("create", "namespace", "apagado")
+	o := l.startOperator("first", l.kubeconfig, "--namespace=apagado")
+	l.waitForLog(o, "the operator is ready", `Starting workers`)
+	l.applyPromociones("apagado", 40, 1)
+	l.waitForLog(o, "it is reconciling", `Created child`)
+	o.stop(t)
+	for _, bad := range []string{`context canceled`, `Reconciler error`, `"level":"error"`, `\tERROR\t`} {
+		if o.logHas(bad) == nil {
+			t.Errorf("the log shows %q after SIGTERM", bad)
+		}
+	}
+	l.logf("SIGTERM mid-burst: exit 0, no error logged")
+	second := l.startOperator("second", l.kubeconfig, "--namespace=apagado")
+	l.eventually("a new operator converges all 40", func() error { return l.allListo("apagado", 40) })
+	second.stop(t)
+}
+
+// The pods the operator makes, and the operator's own Deployment, are admitted
+// in a namespace that enforces Pod Security "restricted".
+func TestPodSecurityRestricted(t *testing.T) {
+	l := newLesson(t)
+	const ns = "restringido"
+	l.kubectl("create", "namespace", ns)
+	l.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
+	// The namespace really enforces it: a pod with no security context is refused.
+	if out, err := l.tryKubectl("run", "sin-restricciones", "-n", ns, "--image=nginx"); err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+		t.Fatalf("an unrestricted pod was not refused: %s %v", out, err)
+	}
+	o := l.startOperator("admin", l.kubeconfig, "--namespace="+ns)
+	l.applyPromociones(ns, 1, 3)
+	l.eventually("3 web pods Running in the restricted namespace", func() error {
+		phases := l.kubectl("get", "pods", "-n", ns, "-l", "tienda.example.com/promocion=promo-0", "-o", "jsonpath={.items[*].status.phase}")
+		if phases != "Running Running Running" {
+			return fmt.Errorf("pods %q; events: %s", phases, l.kubectl("get", "events", "-n", ns, "--field-selector=reason=FailedCreate"))
+		}
+		return nil
+	})
+
+	// The operator's ServiceAccount and Deployment, moved to the restricted namespace.
+	var manifests []byte
+	for _, file := range []string{"sa.yaml", "deploy.yaml"} {
+		b, err := os.ReadFile(filepath.Join(l.root, "manifiestos", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests = append(append(manifests, "\n---\n"...), b...)
+	}
+	f := filepath.Join(l.tmp, "deploy.yaml")
+	if err := os.WriteFile(f, regexp.MustCompile(`namespace: default`).ReplaceAll(manifests, []byte("namespace: "+ns)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string{"--kubeconfig", l.kubeconfig, "apply", "-f", f}
+	out, err := runCombined(l.kubectlBin, cmd...)
+	if err != nil || strings.Contains(out, "violate") {
+		t.Errorf("deploy.yaml in a restricted namespace: %v\n%s", err, out)
+	}
+	l.eventually("the operator's 2 pods are admitted and Running", func() error {
+		phases := l.kubectl("get", "pods", "-n", ns, "-l", "app=operador-promociones", "-o", "jsonpath={.items[*].status.phase}")
+		if phases != "Running Running" {
+			return fmt.Errorf("pods %q", phases)
+		}
+		return nil
+	})
+	o.stop(t)
+}
