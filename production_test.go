@@ -57,10 +57,7 @@ func promocionEvents(t *testing.T, p *Promocion) map[string][]eventsv1.Event {
 // Events tell the story: one Created per child, an Updated when one is put
 // back, and nothing at all when nothing changed.
 func TestEvents(t *testing.T) {
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, stop := runningPromocion(t)
 	eventually(t, "a Created event for each child", func() error {
 		created := promocionEvents(t, p)["Created"]
 		var notes []string
@@ -141,10 +138,7 @@ func TestWarningEventForChildOwnedByOther(t *testing.T) {
 // The scale subresource: kubectl scale and a HorizontalPodAutoscaler go
 // through it to spec.replicas, and read the pods' selector from it.
 func TestScaleSubresource(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, _ := runningPromocion(t)
 	setDeploymentStatus(t, &c.dep, 3)
 
 	var scale autoscalingv1.Scale
@@ -215,10 +209,7 @@ func TestCacheHoldsOnlyTheOperatorsChildren(t *testing.T) {
 // A child whose labels were removed by hand leaves the cache, yet it is found
 // and repaired, with no error and no Create that fails forever.
 func TestChildWithoutLabelsIsRepaired(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, _ := runningPromocion(t)
 	uid := c.dep.UID
 
 	unlabel := []byte(`{"metadata":{"labels":null},"spec":{"replicas":1}}`)

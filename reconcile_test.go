@@ -38,6 +38,16 @@ func createPromocion(t *testing.T, ns, name, banner string, replicas int32) *Pro
 	return p
 }
 
+// runningPromocion starts an operator in a namespace of the test's own,
+// creates the lesson's rebajas-verano there, and waits for its children.
+func runningPromocion(t *testing.T) (*Promocion, *children, func() error) {
+	t.Helper()
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	return p, waitForChildren(t, p), stop
+}
+
 type children struct {
 	cm  corev1.ConfigMap
 	dep appsv1.Deployment
@@ -129,10 +139,7 @@ func TestCreatesChildren(t *testing.T) {
 
 // 2. A deleted child comes back, as a new object.
 func TestDeletedChildrenComeBack(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	_, c, _ := runningPromocion(t)
 
 	for _, obj := range c.objects() {
 		old := obj.GetUID()
@@ -153,10 +160,7 @@ func TestDeletedChildrenComeBack(t *testing.T) {
 
 // 3. Scaling the Deployment by hand is undone.
 func TestManualScaleIsUndone(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	_, c, _ := runningPromocion(t)
 
 	c.dep.Spec.Replicas = new(int32(1))
 	if err := k8sClient.Update(ctx, &c.dep); err != nil {
@@ -176,10 +180,7 @@ func TestManualScaleIsUndone(t *testing.T) {
 
 // 4. The Promocion is the source of truth: its changes reach the children.
 func TestSpecChangesReachChildren(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, _ := runningPromocion(t)
 	oldHash := c.dep.Spec.Template.Annotations[AnnotationPageHash]
 
 	patch := []byte(`{"spec":{"replicas":5,"banner":"Rebajas de invierno"}}`)
@@ -205,10 +206,7 @@ func TestSpecChangesReachChildren(t *testing.T) {
 
 // 5. Status follows the Deployment.
 func TestStatusFollowsDeployment(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, _ := runningPromocion(t)
 
 	waitForStatus := func(fase string, ready int32, readyCond metav1.ConditionStatus, health kstatus.Status) {
 		t.Helper()
@@ -259,10 +257,7 @@ func kstatusOf(t *testing.T, p *Promocion) kstatus.Status {
 // 6. Reconciling an unchanged Promocion writes nothing: the resourceVersions of
 // the Promocion and of its children stay as they were.
 func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	p, c, stop := runningPromocion(t)
 	setDeploymentStatus(t, &c.dep, 3)
 	eventually(t, "Listo", func() error {
 		if f := getPromocion(t, p).Status.Fase; f != FaseListo {
@@ -498,10 +493,7 @@ func TestRBACManifests(t *testing.T) {
 
 // 10. The manager stops when asked, and leaves nothing reconciling behind.
 func TestManagerStopsCleanly(t *testing.T) {
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	c := waitForChildren(t, p)
+	_, c, stop := runningPromocion(t)
 	if err := stop(); err != nil {
 		t.Fatalf("the manager returned %v, want nil", err)
 	}
