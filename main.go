@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -69,6 +70,7 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 
+	defer log.FromContext(ctx).V(1).Info("Reconciled")
 	dep, err := r.applyChildren(ctx, &promo)
 	if !apierrors.IsConflict(err) {
 		// The status reports what happened, failures included.
@@ -226,8 +228,13 @@ type flags struct {
 	renewDeadline           time.Duration
 	retryPeriod             time.Duration
 	namespaces              stringList
+	maxConcurrentReconciles int
 	webImage                string
 	verbosity               int
+	// unscopedCache caches every ConfigMap, Deployment and Service, as an
+	// operator without cache scoping would. Benchmarks only: it is set by the
+	// environment variable OPERADOR_BENCH_UNSCOPED_CACHE, not by a flag.
+	unscopedCache bool
 }
 
 func (c *flags) bind(fs *flag.FlagSet) {
@@ -238,6 +245,7 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.leaseDuration, "leader-elect-lease-duration", 30*time.Second, "How long a standby waits, after the leader's last renewal, before taking the Lease over.")
 	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
 	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
+	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many Promociones are reconciled at once (BENCHMARKS.md measured 1, 4 and 16).")
 	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
 	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
 	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
@@ -259,14 +267,19 @@ func (c *flags) managerOptions() ctrl.Options {
 		}
 		namespaces[ns] = cache.Config{}
 	}
+	byObject := map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ours, &appsv1.Deployment{}: ours, &corev1.Service{}: ours}
+	if c.unscopedCache {
+		byObject = nil
+	}
 	return ctrl.Options{
 		Scheme:                 newScheme(),
+		Controller:             config.Controller{MaxConcurrentReconciles: c.maxConcurrentReconciles},
 		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
 		HealthProbeBindAddress: c.probeAddr,
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			DefaultTransform:  cache.TransformStripManagedFields(),
-			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ours, &appsv1.Deployment{}: ours, &corev1.Service{}: ours},
+			ByObject:          byObject,
 		},
 		LeaderElection:                c.leaderElect,
 		LeaderElectionID:              operatorName,
@@ -303,6 +316,7 @@ func main() {
 	var c flags
 	c.bind(flag.CommandLine)
 	flag.Parse()
+	c.unscopedCache = os.Getenv("OPERADOR_BENCH_UNSCOPED_CACHE") != ""
 
 	logger, err := newLogger(c.verbosity)
 	if err != nil {

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -115,7 +114,7 @@ func startOperator(t *testing.T, ns string) (stop func() error) {
 	f := testFlags(ns)
 	opts := f.managerOptions()
 	opts.Logger = testr.NewWithOptions(t, testr.Options{LogTimestamp: true}) // shown when the test fails, or with -v
-	opts.Controller = config.Controller{SkipNameValidation: new(true)}       // one controller per test, all named "promocion"
+	opts.Controller.SkipNameValidation = new(true)                           // one controller per test, all named "promocion"
 	go func() { done <- run(ctx, cfg, opts, DefaultWebImage) }()
 	var stopped atomic.Bool
 	var result error

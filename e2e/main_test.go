@@ -22,9 +22,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
@@ -251,31 +250,14 @@ func (l *lesson) timeRecreation() time.Duration {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	w, err := cs.AppsV1().Deployments("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	defer w.Stop()
-	var old *appsv1.Deployment
-	for ev := range w.ResultChan() { // the current Deployment comes first, as ADDED
-		old = ev.Object.(*appsv1.Deployment)
-		break
-	}
-	start := time.Now()
-	if err := cs.AppsV1().Deployments("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		l.t.Fatal(err)
-	}
-	for ev := range w.ResultChan() {
-		if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Added && d.UID != old.UID {
-			l.logf("deployment.apps/%s deleted; back as uid %s", name, d.UID)
-			return time.Since(start)
-		}
-	}
-	l.t.Fatalf("the Deployment did not come back within %s", timeout)
-	return 0
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	took := recreationTime(l.t, c, &appsv1.DeploymentList{}, dep)
+	l.logf("deployment.apps/%s deleted and back", name)
+	return took
 }
 
 func (l *lesson) uids() map[string]string {
@@ -347,15 +329,23 @@ func (l *lesson) dumpOnFailure() {
 
 // operator is a running operator process.
 type operator struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
+	cmd        *exec.Cmd
+	log        string
+	startedAt  time.Time
+	metricsURL string
+	done       chan struct{}
+	err        error
 }
 
 // startOperator runs the operator binary with kubeconfig and args; its ports
 // are random unless args set them.
 func (l *lesson) startOperator(who, kubeconfig string, args ...string) *operator {
+	l.t.Helper()
+	return l.startOperatorEnv(who, kubeconfig, nil, args...)
+}
+
+// startOperatorEnv is startOperator with more environment variables.
+func (l *lesson) startOperatorEnv(who, kubeconfig string, env []string, args ...string) *operator {
 	l.t.Helper()
 	o := &operator{log: filepath.Join(l.tmp, fmt.Sprintf("operator-%d-%s.log", len(l.logs)+1, who)), done: make(chan struct{})}
 	f, err := os.Create(o.log)
@@ -365,8 +355,9 @@ func (l *lesson) startOperator(who, kubeconfig string, args ...string) *operator
 	l.logs = append(l.logs, o.log)
 	args = append([]string{"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"}, args...)
 	o.cmd = exec.Command(l.operator, args...)
-	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	o.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
 	o.cmd.Stdout, o.cmd.Stderr = f, f
+	o.startedAt = time.Now()
 	if err := o.cmd.Start(); err != nil {
 		l.t.Fatal(err)
 	}

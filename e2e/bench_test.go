@@ -1,0 +1,586 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestBench measures what users choosing an operator ask about (recovery after
+// a deletion, convergence of many objects beside a plain client doing the same
+// writes, the cost of doing nothing, memory, start-up) and prints a Markdown
+// table. It asserts only behaviour (zero writes in the steady state), never a
+// time. `make bench` runs it at full scale (BENCH_SCALE=full); `make test` runs
+// a small version so the harness cannot rot.
+func TestBench(t *testing.T) {
+	sc := smokeScale
+	if os.Getenv("BENCH_SCALE") == "full" {
+		sc = fullScale
+	}
+	b := &bench{lesson: newLesson(t), sc: sc, started: time.Now()}
+	b.connect()
+
+	b.recovery()
+	b.convergence()
+	b.steadyStateAndStartUp()
+	b.memory()
+
+	report := b.report()
+	fmt.Println(report)
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+type scale struct {
+	name          string
+	ns            []int // Promociones created at once
+	repeats       int
+	deletions     int
+	concurrencies []int // concurrent reconciles
+	unrelated     int   // unrelated 10 KB ConfigMaps for the memory figure
+	idle          time.Duration
+	settle        time.Duration // after each deletion, and before reading memory
+}
+
+var (
+	smokeScale = scale{"smoke", []int{20}, 1, 5, []int{1, 4}, 200, 5 * time.Second, time.Second}
+	fullScale  = scale{"full", []int{100, 300, 1000}, 3, 50, []int{1, 4, 16}, 10000, time.Minute, 10 * time.Second}
+)
+
+type bench struct {
+	*lesson
+	sc      scale
+	started time.Time
+	c       client.WithWatch
+	rows    []string // the report's table rows
+	goals   []string
+}
+
+func (b *bench) connect() {
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // the baseline's best: no client-side throttling, as the operator
+	if b.c, err = client.NewWithWatch(cfg, client.Options{}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bench) row(format string, args ...any) {
+	b.rows = append(b.rows, fmt.Sprintf(format, args...))
+	b.logf("%s", b.rows[len(b.rows)-1])
+}
+
+// ----- 1. recovery -----
+
+func (b *bench) recovery() {
+	ns := b.namespace("bench-recovery")
+	o := b.startBenchOperator("recovery", 4, "--namespace="+ns)
+	b.createPromociones(ns, 1, 1)
+	b.waitConverged(ns, 1)
+	for _, kind := range []struct {
+		name string
+		list client.ObjectList
+		obj  func() client.Object
+		key  string
+	}{
+		{"Deployment", &appsv1.DeploymentList{}, func() client.Object { return &appsv1.Deployment{} }, "promo-0"},
+		{"ConfigMap", &corev1.ConfigMapList{}, func() client.Object { return &corev1.ConfigMap{} }, "promo-0-html"},
+		{"Service", &corev1.ServiceList{}, func() client.Object { return &corev1.Service{} }, "promo-0"},
+	} {
+		var ds []time.Duration
+		for range b.sc.deletions {
+			obj := kind.obj()
+			obj.SetNamespace(ns)
+			obj.SetName(kind.key)
+			ds = append(ds, recreationTime(b.t, b.c, kind.list, obj))
+			time.Sleep(b.sc.settle / 10) // measure each recovery alone, not in the wake of the last
+		}
+		slices.Sort(ds)
+		p50, p95 := percentile(ds, 0.50), percentile(ds, 0.95)
+		b.row("| Recovery of a deleted %s (%d deletions) | p50 %s, p95 %s, max %s | the lesson's `sleep 5` loop: mean 2.5 s, max 5 s |",
+			kind.name, len(ds), ms(p50), ms(p95), ms(ds[len(ds)-1]))
+		if kind.name == "Deployment" {
+			b.goal("Recovery p95 under 25 ms", p95 < 25*time.Millisecond, "p95 "+ms(p95))
+		}
+	}
+	o.stop(b.t)
+}
+
+// recreationTime deletes obj and returns the time until the watch shows the
+// operator's new one (another UID).
+func recreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, obj client.Object) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	old := obj.GetUID()
+	w, err := c.Watch(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"metadata.name": obj.GetName()},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: obj.GetResourceVersion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	if err := c.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.ResultChan() {
+		if o, ok := ev.Object.(client.Object); ok && ev.Type == watch.Added && o.GetUID() != old {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), timeout)
+	return 0
+}
+
+// ----- 2. convergence -----
+
+func (b *bench) convergence() {
+	type key struct{ n, conc int } // conc 0 is the plain-client baseline
+	runs := map[key][]time.Duration{}
+	for r := range b.sc.repeats {
+		for _, n := range b.sc.ns {
+			ns := b.namespace(fmt.Sprintf("bench-base-%d-%d", n, r))
+			runs[key{n, 0}] = append(runs[key{n, 0}], b.baseline(ns, n))
+			b.deleteNamespace(ns)
+			for _, conc := range b.sc.concurrencies {
+				ns := b.namespace(fmt.Sprintf("bench-op-%d-%d-%d", n, conc, r))
+				o := b.startBenchOperator(fmt.Sprintf("converge-%d-%d", n, conc), conc, "--namespace="+ns)
+				b.waitForLog(o, "caches synced", `Starting workers`)
+				start := time.Now()
+				b.createPromociones(ns, n, 0)
+				b.waitConverged(ns, n)
+				runs[key{n, conc}] = append(runs[key{n, conc}], time.Since(start))
+				b.checkChildren(ns, n)
+				o.stop(b.t)
+				b.deleteNamespace(ns)
+			}
+		}
+	}
+	for _, n := range b.sc.ns {
+		base := runs[key{n, 0}]
+		b.row("| Convergence of %d, plain client (baseline, 32 goroutines) | %s | 1.00 |", n, spread(base))
+		for _, conc := range b.sc.concurrencies {
+			op := runs[key{n, conc}]
+			ratio := median(op).Seconds() / median(base).Seconds()
+			b.row("| Convergence of %d, operator, %d concurrent reconciles | %s | %.2f× baseline |", n, conc, spread(op), ratio)
+			if n == slices.Max(b.sc.ns) && conc == 4 {
+				b.goal(fmt.Sprintf("Convergence of %d within 1.5× the baseline (default 4 concurrent reconciles)", n), ratio <= 1.5, fmt.Sprintf("%.2f×", ratio))
+			}
+		}
+	}
+}
+
+// createPromociones creates n Promociones in ns, 16 at a time, as kubectl
+// apply of a big file or a GitOps tool would.
+func (b *bench) createPromociones(ns string, n, replicas int) {
+	b.parallel(n, 16, func(i int) error {
+		return b.c.Create(context.Background(), promocion(ns, i, replicas))
+	})
+}
+
+func promocion(ns string, i, replicas int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+		"metadata": map[string]any{"name": fmt.Sprintf("promo-%d", i), "namespace": ns},
+		"spec":     map[string]any{"banner": fmt.Sprintf("Oferta número %d", i), "replicas": int64(replicas)},
+	}}
+}
+
+// baseline makes, with a plain client and 32 goroutines, the writes the
+// operator's convergence makes: each Promocion, its three children, its status.
+func (b *bench) baseline(ns string, n int) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	b.parallel(n, 32, func(i int) error {
+		p := promocion(ns, i, 0)
+		if err := b.c.Create(ctx, p); err != nil {
+			return err
+		}
+		name := p.GetName()
+		meta := func(n string) metav1.ObjectMeta {
+			return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{"tienda.example.com/promocion": name}}
+		}
+		sel := map[string]string{"tienda.example.com/promocion": name}
+		for _, obj := range []client.Object{
+			&corev1.ConfigMap{ObjectMeta: meta(name + "-html"), Data: map[string]string{"index.html": strings.Repeat("x", 250)}},
+			&appsv1.Deployment{ObjectMeta: meta(name), Spec: appsv1.DeploymentSpec{
+				Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: sel},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
+				}},
+			}},
+			&corev1.Service{ObjectMeta: meta(name), Spec: corev1.ServiceSpec{Selector: sel,
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}},
+		} {
+			if err := b.c.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+		p.Object["status"] = map[string]any{"fase": "Listo", "observedGeneration": p.GetGeneration()}
+		return b.c.Status().Update(ctx, p)
+	})
+	return time.Since(start)
+}
+
+// waitConverged waits until n Promociones in ns have a status written for
+// their generation with every child applied (Degraded False).
+func (b *bench) waitConverged(ns string, n int) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("tienda.example.com/v1")
+		list.SetKind("PromocionList")
+		if err := b.c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			b.t.Fatal(err)
+		}
+		done := 0
+		for _, p := range list.Items {
+			gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+			conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+			for _, c := range conds {
+				if c := c.(map[string]any); gen == p.GetGeneration() && c["type"] == "Degraded" && c["status"] == "False" {
+					done++
+				}
+			}
+		}
+		if done == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%d of %d Promociones converged in %s", done, n, ns)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkChildren checks that ns holds exactly n of each child.
+func (b *bench) checkChildren(ns string, n int) {
+	for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}} {
+		if err := b.c.List(context.Background(), l, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "operador-promociones"}); err != nil {
+			b.t.Fatal(err)
+		}
+		if got := reflectLen(l); got != n {
+			b.t.Errorf("%s: %d %T, want %d", ns, got, l, n)
+		}
+	}
+}
+
+func reflectLen(l client.ObjectList) int {
+	switch l := l.(type) {
+	case *corev1.ConfigMapList:
+		return len(l.Items)
+	case *appsv1.DeploymentList:
+		return len(l.Items)
+	case *corev1.ServiceList:
+		return len(l.Items)
+	}
+	return -1
+}
+
+// ----- 3. steady state and 5. start-up -----
+
+func (b *bench) steadyStateAndStartUp() {
+	n := slices.Max(b.sc.ns)
+	ns := b.namespace("bench-steady")
+	o := b.startBenchOperator("steady-first", 4, "--namespace="+ns)
+	b.createPromociones(ns, n, 0)
+	b.waitConverged(ns, n)
+	o.stop(b.t)
+
+	var synced, first, resynced []time.Duration
+	var writes []float64
+	for r := range b.sc.repeats {
+		o := b.startBenchOperator(fmt.Sprintf("steady-%d", r), 4, "--namespace="+ns)
+		firstAt := waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, 1)
+		allAt := waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, float64(n))
+		syncedAt := b.waitForLog(o, "caches synced", `Starting workers`)
+		if ts := o.logTime(`Starting workers`); !ts.IsZero() {
+			syncedAt = ts
+		}
+		synced = append(synced, syncedAt.Sub(o.startedAt))
+		first = append(first, firstAt.Sub(o.startedAt))
+		resynced = append(resynced, allAt.Sub(o.startedAt))
+		time.Sleep(2 * time.Second) // requeues of the resync, if any
+		w := o.writes(b.t)
+		writes = append(writes, w)
+		if w != 0 {
+			b.t.Errorf("a fresh operator sent %v writes resyncing %d converged Promociones, want 0", w, n)
+		}
+		if r == b.sc.repeats-1 {
+			before := o.writes(b.t)
+			time.Sleep(b.sc.idle)
+			if idle := o.writes(b.t) - before; idle != 0 {
+				b.t.Errorf("%v writes while idle for %s, want 0", idle, b.sc.idle)
+			} else {
+				b.row("| Writes while idle for %s with %d Promociones | 0 | |", b.sc.idle, n)
+			}
+		}
+		o.stop(b.t)
+	}
+	b.row("| Resync of %d converged Promociones by a fresh operator | %s | |", n, spread(resynced))
+	b.row("| Writes during that resync (POST, PUT, PATCH, DELETE) | %v | |", writes)
+	b.row("| Start-up: process start to caches synced | %s | |", spread(synced))
+	b.row("| Start-up: process start to first reconcile | %s | |", spread(first))
+	b.goal("Zero writes in the steady state", slices.Max(writes) == 0, fmt.Sprintf("%v", slices.Max(writes)))
+}
+
+// ----- 4. memory -----
+
+func (b *bench) memory() {
+	n := slices.Max(b.sc.ns)
+	type mem struct{ peak, settled float64 }
+	measure := func(unscoped bool) mem {
+		var env []string
+		if unscoped {
+			env = append(env, "OPERADOR_BENCH_UNSCOPED_CACHE=1")
+		}
+		// Every namespace: an unscoped cache would then hold every ConfigMap.
+		o := b.startBenchOperatorEnv("memory", 4, env)
+		waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, float64(n))
+		time.Sleep(b.sc.settle)
+		peak, settled := o.rss(b.t)
+		o.stop(b.t)
+		return mem{peak, settled}
+	}
+	without, withoutUnscoped := measure(false), measure(true)
+
+	ns := b.namespace("bench-ajenas")
+	page := strings.Repeat("x", 10*1024)
+	b.parallel(b.sc.unrelated, 32, func(i int) error {
+		return b.c.Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
+	})
+	with, withUnscoped := measure(false), measure(true)
+	b.deleteNamespace(ns)
+
+	b.row("| Memory, %d Promociones (RSS peak / settled) | %.0f / %.0f MiB | cache scoping off: %.0f / %.0f MiB |", n, without.peak, without.settled, withoutUnscoped.peak, withoutUnscoped.settled)
+	b.row("| Memory, %d Promociones and %d unrelated 10 KB ConfigMaps | %.0f / %.0f MiB | cache scoping off: %.0f / %.0f MiB |", n, b.sc.unrelated, with.peak, with.settled, withUnscoped.peak, withUnscoped.settled)
+	growth := with.settled/without.settled - 1
+	b.goal(fmt.Sprintf("Memory with %d unrelated ConfigMaps within 10%% of without", b.sc.unrelated), growth <= 0.10,
+		fmt.Sprintf("%+.0f%% (without scoping: %+.0f%%)", 100*growth, 100*(withUnscoped.settled/withoutUnscoped.settled-1)))
+}
+
+// ----- helpers -----
+
+func (b *bench) goal(what string, met bool, figure string) {
+	verdict := "met"
+	if !met {
+		verdict = "**not met**"
+	}
+	b.goals = append(b.goals, fmt.Sprintf("| %s | %s | %s |", what, figure, verdict))
+}
+
+func (b *bench) report() string {
+	var r strings.Builder
+	mem := "?"
+	if f, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s+(\d+) kB`).FindSubmatch(f); m != nil {
+			kb, _ := strconv.Atoi(string(m[1]))
+			mem = fmt.Sprintf("%.0f GiB", float64(kb)/1024/1024)
+		}
+	}
+	fmt.Fprintf(&r, "Run of %s (scale %s), %d CPUs, %s memory, %s, took %s.\n",
+		b.started.UTC().Format("2006-01-02 15:04 MST"), b.sc.name, runtime.NumCPU(), mem, runtime.Version(), time.Since(b.started).Round(time.Second))
+	fmt.Fprintf(&r, "Times are the median of %d runs, with [min, max].\n\n", b.sc.repeats)
+	r.WriteString("| measure | figure | beside it |\n| --- | --- | --- |\n")
+	for _, row := range b.rows {
+		r.WriteString(row + "\n")
+	}
+	r.WriteString("\n| goal | measured | verdict |\n| --- | --- | --- |\n")
+	for _, g := range b.goals {
+		r.WriteString(g + "\n")
+	}
+	return r.String()
+}
+
+func (b *bench) namespace(name string) string {
+	b.kubectl("create", "namespace", name)
+	return name
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its garbage
+// collection does not weigh on the next measurement.
+func (b *bench) deleteNamespace(ns string) {
+	b.kubectl("delete", "namespace", ns, "--timeout=10m")
+}
+
+// parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
+func (b *bench) parallel(n, workers int, f func(i int) error) {
+	b.t.Helper()
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bench) startBenchOperator(who string, conc int, args ...string) *operator {
+	return b.startBenchOperatorEnv(who, conc, nil, args...)
+}
+
+func (b *bench) startBenchOperatorEnv(who string, conc int, env []string, args ...string) *operator {
+	b.t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(b.t))
+	o := b.startOperatorEnv(who, b.kubeconfig, env, append([]string{
+		"--metrics-bind-address=" + addr, "--max-concurrent-reconciles=" + strconv.Itoa(conc),
+	}, args...)...)
+	o.metricsURL = "http://" + addr + "/metrics"
+	return o
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// metricSum adds up the samples of a Prometheus counter whose labels match.
+func (o *operator) metricSum(t *testing.T, name string, match func(labels string) bool) float64 {
+	resp, err := http.Get(o.metricsURL)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		labels, value, _ := strings.Cut(strings.TrimPrefix(line, name), " ")
+		if match != nil && !match(labels) {
+			continue
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		sum += v
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return sum
+}
+
+// writes is how many writes the operator's client has sent.
+func (o *operator) writes(t *testing.T) float64 {
+	return o.metricSum(t, "rest_client_requests_total", func(l string) bool {
+		return regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`).MatchString(l)
+	})
+}
+
+// waitMetric polls a counter until it reaches at least min, and returns when.
+func waitMetric(t *testing.T, o *operator, name string, match func(string) bool, min float64) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if o.metricSum(t, name, match) >= min {
+			return time.Now()
+		}
+		if time.Now().After(deadline) || o.exited() {
+			t.Fatalf("%s never reached %v (operator exited: %v)", name, min, o.exited())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rss reads the process's peak and current resident memory, in MiB.
+func (o *operator) rss(t *testing.T) (peak, now float64) {
+	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := func(field string) float64 {
+		m := regexp.MustCompile(field + `:\s+(\d+) kB`).FindSubmatch(f)
+		if m == nil {
+			t.Fatalf("no %s in /proc/%d/status", field, o.cmd.Process.Pid)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v / 1024
+	}
+	return kb("VmHWM"), kb("VmRSS")
+}
+
+// logTime is the timestamp of the first log line matching pattern.
+func (o *operator) logTime(pattern string) time.Time {
+	b, _ := os.ReadFile(o.log)
+	re := regexp.MustCompile(pattern)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if re.MatchString(line) {
+			ts, _, _ := strings.Cut(line, "\t")
+			t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// spread is "median [min, max]".
+func spread(ds []time.Duration) string {
+	return fmt.Sprintf("%s [%s, %s]", ms(median(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)))
+}
+
+func ms(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
