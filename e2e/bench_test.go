@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -290,22 +291,10 @@ func (b *bench) checkChildren(ns string, n int) {
 		if err := b.c.List(context.Background(), l, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "operador-promociones"}); err != nil {
 			b.t.Fatal(err)
 		}
-		if got := reflectLen(l); got != n {
+		if got := meta.LenList(l); got != n {
 			b.t.Errorf("%s: %d %T, want %d", ns, got, l, n)
 		}
 	}
-}
-
-func reflectLen(l client.ObjectList) int {
-	switch l := l.(type) {
-	case *corev1.ConfigMapList:
-		return len(l.Items)
-	case *appsv1.DeploymentList:
-		return len(l.Items)
-	case *corev1.ServiceList:
-		return len(l.Items)
-	}
-	return -1
 }
 
 // ----- 3. steady state and 5. start-up -----

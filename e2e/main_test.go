@@ -136,17 +136,6 @@ func (l *lesson) logf(format string, args ...any) {
 	l.t.Logf("    "+format, args...)
 }
 
-// run runs a command to completion, failing the test if it fails.
-func (l *lesson) run(cmd *exec.Cmd) string {
-	l.t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		l.t.Fatalf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
-}
-
 func (l *lesson) tryKubectl(args ...string) (string, error) {
 	cmd := exec.Command(l.kubectlBin, append([]string{"--kubeconfig", l.kubeconfig}, args...)...)
 	var stderr bytes.Buffer
