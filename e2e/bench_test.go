@@ -305,6 +305,10 @@ func (b *bench) steadyStateAndStartUp() {
 	o := b.startBenchOperator("steady-first", 16, "--namespace="+ns)
 	b.createPromociones(ns, n, 0)
 	b.waitConverged(ns, n)
+	// Converged for good: Listo, once the Deployment controller has reported.
+	// A fresh operator would otherwise rightly write the status the first one
+	// had not written yet.
+	b.eventually("every Promocion Listo", func() error { return b.allListo(ns, n) })
 	o.stop(b.t)
 
 	var synced, first, resynced []time.Duration
