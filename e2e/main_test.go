@@ -316,6 +316,51 @@ func (l *lesson) dumpOnFailure() {
 	}
 }
 
+// waitForLog waits until the operator's log matches pattern and returns when
+// it first saw it.
+func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
+	l.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if o.logHas(pattern) == nil {
+			l.logf("ok: %s", what)
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("%s: no %q in %s after %s", what, pattern, o.log, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// applyPromociones creates n Promociones in ns with one kubectl apply.
+func (l *lesson) applyPromociones(ns string, n int, replicas int) {
+	l.t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: tienda.example.com/v1\nkind: Promocion\nmetadata: {name: promo-%d, namespace: %s}\nspec: {banner: oferta %d, replicas: %d}\n", i, ns, i, replicas)
+	}
+	f := filepath.Join(l.tmp, ns+"-promociones.yaml")
+	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	l.kubectl("apply", "-f", f)
+}
+
+const (
+	acquired  = `Successfully acquired lease.*"lider/operador-promociones"`
+	attempted = `Attempting to acquire leader lease.*"lider/operador-promociones"`
+)
+
+// allListo checks that n Promociones in ns are Listo.
+func (l *lesson) allListo(ns string, n int) error {
+	out := l.kubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
+	if got := strings.Count(out, "Listo"); got != n {
+		return fmt.Errorf("%d of %d Listo", got, n)
+	}
+	return nil
+}
+
 // operator is a running operator process.
 type operator struct {
 	cmd        *exec.Cmd
