@@ -232,17 +232,20 @@ func computeStatus(p *Promocion, d *appsv1.Deployment, applyErr error, now metav
 
 	// kstatus, which Flux and other GitOps tools use to judge health, reads
 	// Stalled and Reconciling, present only while true. A stalled Promocion is
-	// not making progress, so it is not Reconciling.
-	degraded := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
-	progressing := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
-	switch {
-	case degraded.Status == metav1.ConditionTrue:
-		set(ConditionStalled, metav1.ConditionTrue, degraded.Reason, degraded.Message)
-	case progressing.Status == metav1.ConditionTrue:
-		set(ConditionReconciling, metav1.ConditionTrue, progressing.Reason, progressing.Message)
+	// not making progress, so it is not Reconciling. Each is set in place, not
+	// removed and added back, so that it keeps its lastTransitionTime.
+	degraded := *meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+	progressing := *meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	stalled := degraded.Status == metav1.ConditionTrue
+	setOrRemove := func(typ string, present bool, like metav1.Condition) {
+		if present {
+			set(typ, metav1.ConditionTrue, like.Reason, like.Message)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, typ)
+		}
 	}
+	setOrRemove(ConditionStalled, stalled, degraded)
+	setOrRemove(ConditionReconciling, !stalled && progressing.Status == metav1.ConditionTrue, progressing)
 	return st
 }
 
@@ -257,3 +260,4 @@ func explainApplyError(err error) (reason, msg string) {
 	}
 	return "ApplyFailed", "could not apply the children: " + err.Error()
 }
+

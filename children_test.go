@@ -216,13 +216,27 @@ func TestComputeStatus(t *testing.T) {
 
 // A status computed twice from the same world is the same, lastTransitionTime
 // included: otherwise every reconcile would write it.
+// Recomputing the status later, with nothing changed, gives the same status:
+// otherwise every reconcile would write it again.
 func TestComputeStatusIsStable(t *testing.T) {
 	p := promocion("rebajas-verano", "hola", new(int32(3)))
-	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: new(int32(3))},
+	ready := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: new(int32(3))},
 		Status: appsv1.DeploymentStatus{Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3}}
-	p.Status = computeStatus(p, d, nil, metav1.NewTime(time.Unix(1000, 0)))
-	again := computeStatus(p, d, nil, metav1.NewTime(time.Unix(2000, 0)))
-	if !equality.Semantic.DeepEqual(p.Status, again) {
-		t.Errorf("status changed with nothing else changing:\n%+v\n%+v", p.Status, again)
+	rolling := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: new(int32(3))},
+		Status: appsv1.DeploymentStatus{Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2}}
+	for name, tc := range map[string]struct {
+		d   *appsv1.Deployment
+		err error
+	}{
+		"Listo":         {ready, nil},
+		"rolling out":   {rolling, nil},
+		"failing apply": {nil, errors.New("boom")},
+	} {
+		p.Status = PromocionStatus{}
+		p.Status = computeStatus(p, tc.d, tc.err, metav1.NewTime(time.Unix(1000, 0)))
+		again := computeStatus(p, tc.d, tc.err, metav1.NewTime(time.Unix(2000, 0)))
+		if !equality.Semantic.DeepEqual(p.Status, again) {
+			t.Errorf("%s: status changed with nothing else changing:\n%+v\n%+v", name, p.Status, again)
+		}
 	}
 }
