@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -261,3 +262,48 @@ func explainApplyError(err error) (reason, msg string) {
 	return "ApplyFailed", "could not apply the children: " + err.Error()
 }
 
+// childChange is a child that a reconcile created or updated.
+type childChange struct {
+	Created bool
+	Kind    string
+	Name    string
+}
+
+// describeChanges sums up one reconcile's changes for a single Event:
+// "Created ConfigMap a, Deployment b and Service c". One Event per reconcile,
+// not one per child, because every Event is a write to the API server, and a
+// burst of new Promociones would otherwise spend a third of its writes on them.
+func describeChanges(changes []childChange) (reason, note string) {
+	var created, updated []string
+	for _, c := range changes {
+		if c.Created {
+			created = append(created, c.Kind+" "+c.Name)
+		} else {
+			updated = append(updated, c.Kind+" "+c.Name)
+		}
+	}
+	var parts []string
+	if len(created) > 0 {
+		parts = append(parts, "Created "+listOf(created))
+	}
+	if len(updated) > 0 {
+		verb := "Updated "
+		if len(parts) > 0 {
+			verb = "updated "
+		}
+		parts = append(parts, verb+listOf(updated))
+	}
+	reason = "Created"
+	if len(updated) > 0 {
+		reason = "Updated"
+	}
+	return reason, strings.Join(parts, "; ")
+}
+
+// listOf joins "a", "b" and "c" as "a, b and c".
+func listOf(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

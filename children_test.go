@@ -240,3 +240,21 @@ func TestComputeStatusIsStable(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeChanges(t *testing.T) {
+	for _, tc := range []struct {
+		changes      []childChange
+		reason, note string
+	}{
+		{[]childChange{{true, "ConfigMap", "a-html"}, {true, "Deployment", "a"}, {true, "Service", "a"}},
+			"Created", "Created ConfigMap a-html, Deployment a and Service a"},
+		{[]childChange{{false, "Deployment", "a"}}, "Updated", "Updated Deployment a"},
+		{[]childChange{{false, "ConfigMap", "a-html"}, {false, "Deployment", "a"}}, "Updated", "Updated ConfigMap a-html and Deployment a"},
+		{[]childChange{{false, "Deployment", "a"}, {true, "Service", "a"}}, "Updated", "Created Service a; updated Deployment a"},
+	} {
+		reason, note := describeChanges(tc.changes)
+		if reason != tc.reason || note != tc.note {
+			t.Errorf("describeChanges(%v) = %q, %q; want %q, %q", tc.changes, reason, note, tc.reason, tc.note)
+		}
+	}
+}

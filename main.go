@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -86,25 +87,47 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // applyChildren makes the ConfigMap, the Deployment and the Service what the
-// Promocion asks for. It tries all three even when one fails, and returns the
-// Deployment only if it is the Promocion's own.
+// Promocion asks for, and tells what it changed in one Event. It tries all
+// three even when one fails, and returns the Deployment only if it is the
+// Promocion's own.
 func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocion) (*appsv1.Deployment, error) {
-	_, cmErr := applyChild(ctx, r, promo, ConfigMapName(promo), func(cm *corev1.ConfigMap) { mutateConfigMap(cm, promo) })
-	dep, depErr := applyChild(ctx, r, promo, promo.Name, func(d *appsv1.Deployment) { mutateDeployment(d, promo, r.WebImage) })
-	_, svcErr := applyChild(ctx, r, promo, promo.Name, func(s *corev1.Service) { mutateService(s, promo) })
+	var changes []childChange
+	var related runtime.Object
+	changed := func(child client.Object, c *childChange) {
+		if c != nil {
+			changes = append(changes, *c)
+			related = child
+		}
+	}
+	cm, c, cmErr := applyChild(ctx, r, promo, ConfigMapName(promo), func(cm *corev1.ConfigMap) { mutateConfigMap(cm, promo) })
+	changed(cm, c)
+	dep, c, depErr := applyChild(ctx, r, promo, promo.Name, func(d *appsv1.Deployment) { mutateDeployment(d, promo, r.WebImage) })
+	changed(dep, c)
+	svc, c, svcErr := applyChild(ctx, r, promo, promo.Name, func(s *corev1.Service) { mutateService(s, promo) })
+	changed(svc, c)
+
+	if len(changes) > 0 {
+		if len(changes) > 1 {
+			related = nil // the note names them all
+		}
+		reason, note := describeChanges(changes)
+		log.FromContext(ctx).Info("Changed children", "reason", reason, "note", note)
+		r.Recorder.Eventf(promo, related, corev1.EventTypeNormal, reason, "Apply", "%s", note)
+	}
 	if depErr != nil {
 		dep = nil
 	}
 	return dep, errors.Join(cmErr, depErr, svcErr)
 }
 
-// applyChild is CreateOrUpdate with the Promocion as the child's controller,
-// and an Event on the Promocion for every change and every failure. A child
-// controlled by something else makes SetControllerReference fail before any write.
+// applyChild is CreateOrUpdate with the Promocion as the child's controller.
+// It returns what it changed, if anything; a failure is also a Warning Event.
+// A child controlled by something else makes SetControllerReference fail
+// before any write.
 func applyChild[T any, P interface {
 	*T
 	client.Object
-}](ctx context.Context, r *PromocionReconciler, promo *Promocion, name string, mutate func(P)) (P, error) {
+}](ctx context.Context, r *PromocionReconciler, promo *Promocion, name string, mutate func(P)) (P, *childChange, error) {
 	createOrUpdate := func(c client.Client) (P, controllerutil.OperationResult, error) {
 		child := P(new(T))
 		child.SetName(name)
@@ -126,25 +149,20 @@ func applyChild[T any, P interface {
 
 	gvk, gvkErr := apiutil.GVKForObject(child, r.Scheme)
 	if gvkErr != nil {
-		return nil, gvkErr
+		return nil, nil, gvkErr
 	}
 	switch {
 	case apierrors.IsConflict(err):
-		return nil, err // routine: Reconcile requeues without an event
+		return nil, nil, err // routine: Reconcile requeues without an event
 	case err != nil:
 		err = fmt.Errorf("%s %s: %w", gvk.Kind, name, err)
 		reason, msg := explainApplyError(err)
 		r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
-		return nil, err
-	case op != controllerutil.OperationResultNone:
-		reason, action := "Updated", "Update"
-		if op == controllerutil.OperationResultCreated {
-			reason, action = "Created", "Create"
-		}
-		log.FromContext(ctx).Info(reason+" child", "kind", gvk.Kind, "child", name)
-		r.Recorder.Eventf(promo, child, corev1.EventTypeNormal, reason, action, "%s %s %s", reason, gvk.Kind, name)
+		return nil, nil, err
+	case op == controllerutil.OperationResultNone:
+		return child, nil, nil
 	}
-	return child, nil
+	return child, &childChange{Created: op == controllerutil.OperationResultCreated, Kind: gvk.Kind, Name: name}, nil
 }
 
 // directReads is a client whose reads skip the cache.
@@ -194,11 +212,21 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	clientset, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the events client: %w", err)
+	}
+	recorder, stopEvents, err := startEvents(ctx, clientset, mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+
 	r := &PromocionReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder(operatorName),
+		Recorder:  recorder,
 		WebImage:  webImage,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -217,6 +245,18 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// startEvents starts an events broadcaster of the operator's own rather than
+// using the manager's, whose shutdown cancels the writes still in flight and
+// logs each as an error. These are never cancelled: at worst the process
+// exits under them.
+func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme) (events.EventRecorder, func(), error) {
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+	if err := broadcaster.StartRecordingToSinkWithContext(context.WithoutCancel(ctx)); err != nil {
+		return nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
+	}
+	return broadcaster.NewRecorder(scheme, operatorName), broadcaster.Shutdown, nil
 }
 
 // flags is what the command line sets.

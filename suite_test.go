@@ -22,7 +22,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -150,12 +149,12 @@ func testFlags(ns string) flags {
 // newReconciler is the operator's reconciler on client c, for tests that call
 // Reconcile themselves. Its events reach the API server.
 func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
-	stop := make(chan struct{})
-	b.StartRecordingToSink(stop)
-	t.Cleanup(func() { close(stop); b.Shutdown() })
-	return &PromocionReconciler{Client: c, APIReader: k8sClient, Scheme: c.Scheme(),
-		Recorder: b.NewRecorder(c.Scheme(), operatorName), WebImage: DefaultWebImage}
+	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return &PromocionReconciler{Client: c, APIReader: k8sClient, Scheme: c.Scheme(), Recorder: recorder, WebImage: DefaultWebImage}
 }
 
 // eventually retries check until it returns nil, failing the test with the

@@ -29,10 +29,10 @@ func TestLeaderElection(t *testing.T) {
 	l.applyPromociones("lider", 5, 1)
 	l.eventually("the five Promociones are Listo", func() error { return l.allListo("lider", 5) })
 	time.Sleep(time.Second)
-	if a.logHas(`Created child`) != nil {
+	if a.logHas(`Changed children`) != nil {
 		t.Errorf("the leader did not reconcile")
 	}
-	if b.logHas(`Starting Controller|Created child|Updated child`) == nil {
+	if b.logHas(`Starting Controller|Changed children`) == nil {
 		t.Errorf("the standby reconciled without the Lease")
 	}
 	l.logf("only the leader reconciled")
@@ -71,7 +71,7 @@ func TestCleanShutdown(t *testing.T) {
 	o := l.startOperator("first", l.kubeconfig, "--namespace=apagado")
 	l.waitForLog(o, "the operator is ready", `Starting workers`)
 	l.applyPromociones("apagado", 40, 1)
-	l.waitForLog(o, "it is reconciling", `Created child`)
+	l.waitForLog(o, "it is reconciling", `Changed children`)
 	o.stop(t)
 	for _, bad := range []string{`context canceled`, `Reconciler error`, `"level":"error"`, `\tERROR\t`} {
 		if o.logHas(bad) == nil {
