@@ -208,6 +208,11 @@ func newScheme() *runtime.Scheme {
 
 // run starts the operator and blocks until ctx is cancelled or the manager fails.
 func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage string) error {
+	// The user agent names the field manager in the children's managedFields
+	// and the user agent in the audit log: the operator's name, whatever the
+	// binary is called (go run, a test binary).
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = operatorName
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

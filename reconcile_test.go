@@ -118,6 +118,9 @@ func TestCreatesChildren(t *testing.T) {
 		if obj.GetLabels()[LabelPromocion] != p.Name || obj.GetLabels()["app.kubernetes.io/managed-by"] != "operador-promociones" {
 			t.Errorf("%T %s: labels %v do not name the Promocion and the operator", obj, obj.GetName(), obj.GetLabels())
 		}
+		if mf := obj.GetManagedFields(); len(mf) == 0 || mf[0].Manager != operatorName {
+			t.Errorf("%T %s: field managers %+v, want %s whatever the binary is called", obj, obj.GetName(), mf, operatorName)
+		}
 	}
 	if *c.dep.Spec.Replicas != 3 {
 		t.Errorf("Deployment replicas %d, want 3", *c.dep.Spec.Replicas)
