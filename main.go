@@ -321,6 +321,13 @@ func (c *flags) managerOptions() ctrl.Options {
 		Controller:             config.Controller{MaxConcurrentReconciles: c.maxConcurrentReconciles},
 		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
 		HealthProbeBindAddress: c.probeAddr,
+		Client: client.Options{Cache: &client.CacheOptions{
+			// A reconcile that follows the operator's own write waits (a few ms)
+			// for the cache to hold it, instead of acting on the older copy and
+			// paying a failed create or a conflict for it. Experimental in
+			// controller-runtime, and wrong with several namespaces, so off then.
+			EnableReadYourWritesConsistency: new(len(c.namespaces) <= 1),
+		}},
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			DefaultTransform:  cache.TransformStripManagedFields(),
