@@ -228,3 +228,27 @@ func TestChildWithoutLabelsIsRepaired(t *testing.T) {
 		t.Errorf("repairing the child failed on the way: %+v", warnings)
 	}
 }
+
+// With --namespace given twice, the operator serves both namespaces and puts
+// back what is deleted in each.
+func TestSeveralNamespaces(t *testing.T) {
+	a, b := newNamespace(t), newNamespace(t)
+	startOperator(t, a, b)
+	for _, ns := range []string{a, b} {
+		p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 2)
+		c := waitForChildren(t, p)
+		old := c.dep.UID
+		if err := k8sClient.Delete(ctx, &c.dep); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the Deployment in "+ns+" comes back", func() error {
+			if err := getChildren(p, c); err != nil {
+				return err
+			}
+			if c.dep.UID == old {
+				return fmt.Errorf("still the deleted Deployment")
+			}
+			return nil
+		})
+	}
+}

@@ -104,13 +104,13 @@ func newNamespace(t *testing.T) string {
 }
 
 // startOperator runs the operator in-process, as main does, watching only
-// namespace ns. It stops when the test ends; the returned function stops it
+// the given namespaces. It stops when the test ends; the returned function stops it
 // earlier and returns what the manager returned.
-func startOperator(t *testing.T, ns string) (stop func() error) {
+func startOperator(t *testing.T, namespaces ...string) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	f := testFlags(ns)
+	f := testFlags(namespaces...)
 	opts := f.managerOptions()
 	opts.Logger = testr.NewWithOptions(t, testr.Options{LogTimestamp: true}) // shown when the test fails, or with -v
 	opts.Controller.SkipNameValidation = new(true)                           // one controller per test, all named "promocion"
@@ -137,12 +137,12 @@ func startOperator(t *testing.T, ns string) (stop func() error) {
 	return stop
 }
 
-// testFlags are main's flags for an operator that watches only ns and
-// listens on no port.
-func testFlags(ns string) flags {
+// testFlags are main's flags for an operator that watches only the given
+// namespaces and listens on no port.
+func testFlags(namespaces ...string) flags {
 	var f flags
 	f.bind(flag.NewFlagSet("test", flag.PanicOnError))
-	f.metricsAddr, f.probeAddr, f.namespaces = "0", "0", stringList{ns}
+	f.metricsAddr, f.probeAddr, f.namespaces = "0", "0", namespaces
 	return f
 }
 
