@@ -170,8 +170,20 @@ up() {
 		--initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync
 	wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
 
+	# Every write, who made it and its answer, one JSON line each: the chaos
+	# suite proves with it that a deposed leader wrote nothing.
+	cat >"$dir/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+EOF
 	say "starting kube-apiserver"
-	start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" \
+	start kube-apiserver --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
+		--audit-log-maxsize 500 --etcd-servers "http://127.0.0.1:$etcd_port" \
 		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
 		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
 		--authorization-mode Node,RBAC \
