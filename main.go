@@ -213,22 +213,33 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	// binary is called (go run, a test binary).
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = operatorName
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	clientset, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the events client: %w", err)
 	}
-	recorder, stopEvents, err := startEvents(ctx, clientset, mgr.GetScheme())
+	var fence *leaderFence // nil, letting every write through, without leader election
+	if opts.LeaderElection {
+		fence = &leaderFence{holdFor: *opts.RenewDeadline}
+	}
+	recorder, stopEvents, err := startEvents(ctx, clientset, opts.Scheme, fence)
 	if err != nil {
 		return err
 	}
 	defer stopEvents()
+	if opts.LeaderElection {
+		lock, err := newLeaderLock(cfg, opts.LeaderElectionNamespace, opts.LeaderElectionID, *opts.RenewDeadline, fence, recorder)
+		if err != nil {
+			return err
+		}
+		opts.LeaderElectionResourceLockInterface = lock
+	}
 
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
 	r := &PromocionReconciler{
-		Client:    mgr.GetClient(),
+		Client:    fencedClient{mgr.GetClient(), fence},
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
 		Recorder:  recorder,
@@ -255,9 +266,9 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 // startEvents starts an events broadcaster of the operator's own rather than
 // using the manager's, whose shutdown cancels the writes still in flight and
 // logs each as an error. These are never cancelled: at worst the process
-// exits under them.
-func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme) (events.EventRecorder, func(), error) {
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+// exits under them. Like every write, they pass the fence.
+func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme, fence *leaderFence) (events.EventRecorder, func(), error) {
+	broadcaster := events.NewBroadcaster(fencedSink{&events.EventSinkImpl{Interface: clientset.EventsV1()}, fence})
 	if err := broadcaster.StartRecordingToSinkWithContext(context.WithoutCancel(ctx)); err != nil {
 		return nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
 	}

@@ -473,25 +473,35 @@ func TestRBACManifests(t *testing.T) {
 		{"create", "", "events", ""}, // the recorder uses events.k8s.io only
 	}
 
-	check := func(a access, want bool) {
+	check := func(ns string, a access, name string, want bool) {
 		sar := &authv1.SubjectAccessReview{Spec: authv1.SubjectAccessReviewSpec{
-			User:               "system:serviceaccount:default:operador-promociones",
-			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"},
-			ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Namespace: "tienda"},
+			User:   "system:serviceaccount:default:operador-promociones",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"},
+			ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub,
+				Namespace: ns, Name: name},
 		}}
 		if err := k8sClient.Create(ctx, sar); err != nil {
 			t.Fatal(err)
 		}
 		if sar.Status.Allowed != want {
-			t.Errorf("may %s %s/%s %s: %v, want %v", a.verb, a.group, a.resource, a.sub, sar.Status.Allowed, want)
+			t.Errorf("may %s %s/%s %s %s in %s: %v, want %v", a.verb, a.group, a.resource, a.sub, name, ns, sar.Status.Allowed, want)
 		}
 	}
 	for _, a := range allowed {
-		check(a, true)
+		check("tienda", a, "", true)
 	}
 	for _, a := range denied {
-		check(a, false)
+		check("tienda", a, "", false)
 	}
+	// Leader election, in the operator's namespace: its own Lease only. Its
+	// events go through events.k8s.io like the others.
+	for _, v := range []string{"get", "update"} {
+		check("default", access{v, "coordination.k8s.io", "leases", ""}, operatorName, true)
+		check("default", access{v, "coordination.k8s.io", "leases", ""}, "kube-scheduler", false)
+	}
+	check("default", access{"create", "coordination.k8s.io", "leases", ""}, "", true)
+	check("default", access{"create", "", "events", ""}, "", false)
+	check("kube-system", access{"get", "coordination.k8s.io", "leases", ""}, operatorName, false)
 }
 
 // 10. The manager stops when asked, and leaves nothing reconciling behind.

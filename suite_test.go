@@ -149,7 +149,7 @@ func testFlags(namespaces ...string) flags {
 // newReconciler is the operator's reconciler on client c, for tests that call
 // Reconcile themselves. Its events reach the API server.
 func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
-	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme())
+	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
