@@ -134,7 +134,8 @@ func newLeaderLock(cfg *rest.Config, namespace, id string, renewDeadline time.Du
 	if err != nil {
 		return nil, err
 	}
-	cfg = rest.AddUserAgent(cfg, "leader-election")
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = operatorName + "/leader-election"
 	// One hung request must not cost the Lease: give up on it in time to retry.
 	cfg.Timeout = max(renewDeadline/2, time.Second)
 	cs, err := kubernetes.NewForConfig(cfg)

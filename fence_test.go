@@ -77,9 +77,13 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(stop)
+		before := *cfg
 		lock, err := newLeaderLock(cfg, ns, "lider", 10*time.Second, fence, recorder)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if cfg.UserAgent != before.UserAgent || cfg.Timeout != before.Timeout {
+			t.Fatalf("newLeaderLock changed the operator's config: user agent %q, timeout %s", cfg.UserAgent, cfg.Timeout)
 		}
 		now := metav1.Now()
 		record := resourcelock.LeaderElectionRecord{HolderIdentity: lock.Identity(), LeaseDurationSeconds: 30, AcquireTime: now, RenewTime: now}
