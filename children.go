@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,6 +261,13 @@ func explainApplyError(err error) (reason, msg string) {
 			owned.Object.GetName(), owned.Owner.Kind, owned.Owner.Name)
 	}
 	return "ApplyFailed", "could not apply the children: " + err.Error()
+}
+
+// namespaceTerminating tells whether err holds the API server's refusal to
+// create anything in a namespace that is being deleted.
+func namespaceTerminating(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && apierrors.HasStatusCause(status.(error), corev1.NamespaceTerminatingCause)
 }
 
 // childChange is a child that a reconcile created or updated.

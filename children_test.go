@@ -10,9 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -255,6 +257,30 @@ func TestDescribeChanges(t *testing.T) {
 		reason, note := describeChanges(tc.changes)
 		if reason != tc.reason || note != tc.note {
 			t.Errorf("describeChanges(%v) = %q, %q; want %q, %q", tc.changes, reason, note, tc.reason, tc.note)
+		}
+	}
+}
+
+func TestNamespaceTerminating(t *testing.T) {
+	// What the NamespaceLifecycle admission plugin answers a create in a
+	// namespace being deleted.
+	refused := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x-html",
+		errors.New("unable to create new content in namespace tienda because it is being terminated"))
+	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes,
+		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"})
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{refused, true},
+		{fmt.Errorf("ConfigMap x-html: %w", refused), true},
+		{errors.Join(errors.New("other"), fmt.Errorf("Service x: %w", refused)), true},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("RBAC says no")), false},
+		{apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("changed")), false},
+		{nil, false},
+	} {
+		if got := namespaceTerminating(tc.err); got != tc.want {
+			t.Errorf("namespaceTerminating(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -73,6 +73,11 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	defer log.FromContext(ctx).V(1).Info("Reconciled")
 	dep, err := r.applyChildren(ctx, &promo)
+	if namespaceTerminating(err) {
+		// The namespace is being deleted, and this Promocion with it. The API
+		// server refuses new children there, and they would fight the deletion.
+		return ctrl.Result{}, nil
+	}
 	if !apierrors.IsConflict(err) {
 		// The status reports what happened, failures included.
 		status := computeStatus(&promo, dep, err, metav1.Now())
@@ -156,8 +161,10 @@ func applyChild[T any, P interface {
 		return nil, nil, err // routine: Reconcile requeues without an event
 	case err != nil:
 		err = fmt.Errorf("%s %s: %w", gvk.Kind, name, err)
-		reason, msg := explainApplyError(err)
-		r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
+		if !namespaceTerminating(err) { // an Event there would be refused too
+			reason, msg := explainApplyError(err)
+			r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
+		}
 		return nil, nil, err
 	case op == controllerutil.OperationResultNone:
 		return child, nil, nil
