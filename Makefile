@@ -7,7 +7,7 @@ KUBECTL ?= kubectl
 CLUSTER_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
 .DEFAULT_GOAL := help
-.PHONY: help build run install uninstall deploy undeploy docker-build docker-push fmt vet test e2e bench k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall deploy undeploy docker-build docker-push fmt vet test e2e bench chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -63,8 +63,11 @@ test: vet k8s-binaries ## Run every test: unit, integration against a real API s
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
 
-e2e: k8s-binaries ## The lesson's walk-through, Steps 1 to 9, and the production tests, on a cluster of their own.
+e2e: k8s-binaries ## The lesson's walk-through, Steps 1 to 9, the production tests and short chaos and benchmark runs, on a cluster of their own.
 	$(GO) test -count=1 -timeout 20m -v ./e2e/
 
 bench: k8s-binaries ## Benchmarks at full scale (about 30 minutes); prints a Markdown table, also in bench-results.md.
 	BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
+
+chaos: k8s-binaries ## The chaos suite at full scale (about 15 minutes); prints a Markdown table, also in chaos-results.md.
+	CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/chaos-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/

@@ -13,20 +13,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -42,7 +39,6 @@ func TestBench(t *testing.T) {
 		sc = fullScale
 	}
 	b := &bench{lesson: newLesson(t), sc: sc, started: time.Now()}
-	b.connect()
 
 	b.recovery()
 	b.convergence()
@@ -78,20 +74,8 @@ type bench struct {
 	*lesson
 	sc      scale
 	started time.Time
-	c       client.WithWatch
 	rows    []string // the report's table rows
 	goals   []string
-}
-
-func (b *bench) connect() {
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0 // the baseline's best: no client-side throttling, as the operator
-	if b.c, err = client.NewWithWatch(cfg, client.Options{}); err != nil {
-		b.t.Fatal(err)
-	}
 }
 
 func (b *bench) row(format string, args ...any) {
@@ -207,21 +191,6 @@ func (b *bench) convergence() {
 			}
 		}
 	}
-}
-
-// createPromociones creates n Promociones in ns, 32 at a time, as the baseline does.
-func (b *bench) createPromociones(ns string, n, replicas int) {
-	b.parallel(n, 32, func(i int) error {
-		return b.c.Create(context.Background(), promocion(ns, i, replicas))
-	})
-}
-
-func promocion(ns string, i, replicas int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
-		"metadata": map[string]any{"name": fmt.Sprintf("promo-%d", i), "namespace": ns},
-		"spec":     map[string]any{"banner": fmt.Sprintf("Oferta número %d", i), "replicas": int64(replicas)},
-	}}
 }
 
 // baseline makes, with a plain client and 32 goroutines, the writes the
@@ -429,43 +398,6 @@ func (b *bench) report() string {
 	return r.String()
 }
 
-func (b *bench) namespace(name string) string {
-	b.kubectl("create", "namespace", name)
-	return name
-}
-
-// deleteNamespace deletes ns and waits until it is gone, so that its garbage
-// collection does not weigh on the next measurement.
-func (b *bench) deleteNamespace(ns string) {
-	b.kubectl("delete", "namespace", ns, "--timeout=10m")
-}
-
-// parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
-func (b *bench) parallel(n, workers int, f func(i int) error) {
-	b.t.Helper()
-	next := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := f(i); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.t.Fatal(err)
-	}
-}
-
 func (b *bench) startBenchOperator(who string, conc int, args ...string) *operator {
 	return b.startBenchOperatorEnv(who, conc, nil, args...)
 }
@@ -556,16 +488,9 @@ func (o *operator) rss(t *testing.T) (peak, now float64) {
 
 // logTime is the timestamp of the first log line matching pattern.
 func (o *operator) logTime(pattern string) time.Time {
-	b, _ := os.ReadFile(o.log)
-	re := regexp.MustCompile(pattern)
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if re.MatchString(line) {
-			ts, _, _ := strings.Cut(line, "\t")
-			t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
-			return t
-		}
-	}
-	return time.Time{}
+	ts, _, _ := strings.Cut(o.firstLine(pattern), "\t")
+	t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
+	return t
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

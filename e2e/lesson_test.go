@@ -23,7 +23,7 @@ func TestLesson(t *testing.T) {
 			`kind source: \*main.Promocion`, `kind source: \*v1.Deployment`,
 			`kind source: \*v1.Service`, `kind source: \*v1.ConfigMap`, `Starting workers`)
 	})
-	if first := l.running.firstLine(); !strings.Contains(first, "operador-promociones arrancando") {
+	if first := l.running.firstLine(""); !strings.Contains(first, "operador-promociones arrancando") {
 		t.Errorf("the first log line is %q, want operador-promociones arrancando", first)
 	}
 	l.logf("the first log line says arrancando, and the four EventSources started")
@@ -77,7 +77,7 @@ func TestLesson(t *testing.T) {
 
 	l.step("5", "the operator as its ServiceAccount, without RBAC")
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"))
-	saConfig := l.serviceAccountKubeconfig()
+	saConfig := l.serviceAccountKubeconfig("operador-promociones")
 	l.kubectl("delete", "service", name) // work for it to do, once it may
 	l.running = l.startOperator("serviceaccount", saConfig)
 	l.eventually("the API server refuses the operator", func() error {

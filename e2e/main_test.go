@@ -20,10 +20,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 const (
@@ -42,13 +47,22 @@ type lesson struct {
 	kubeconfig string
 	operator   string
 	running    *operator
-	logs       []string // every operator log file, dumped if the test fails
+	logs       []string         // every operator log file, dumped if the test fails
+	c          client.WithWatch // the admin's client
 }
 
 // env is the cluster and binaries every test shares. TestMain builds the
 // operator once and starts one cluster, beside any `make cluster` a developer runs.
 var env struct {
 	root, kubectlBin, kubeconfig, operator string
+	clusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
+}
+
+// clusterSh runs hack/cluster.sh on the tests' cluster.
+func clusterSh(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(env.root, "hack", "cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+env.clusterDir, "CLUSTER_PORT=17443")
+	return cmd
 }
 
 func TestMain(m *testing.M) {
@@ -61,6 +75,7 @@ func TestMain(m *testing.M) {
 }
 
 func runE2E(m *testing.M) (int, error) {
+	log.SetLogger(logr.Discard()) // the tests' clients have nothing to log
 	root, err := filepath.Abs("..")
 	if err != nil {
 		return 1, err
@@ -91,18 +106,13 @@ func runE2E(m *testing.M) (int, error) {
 		return 1, err
 	}
 
-	clusterDir := filepath.Join(tmp, "cluster")
-	cluster := func(verb string) *exec.Cmd {
-		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
-		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+clusterDir, "CLUSTER_PORT=17443")
-		return cmd
-	}
+	env.clusterDir = filepath.Join(tmp, "cluster")
 	start := time.Now()
-	defer run(cluster("down"))
-	if _, err := run(cluster("up")); err != nil {
+	defer run(clusterSh("down"))
+	if _, err := run(clusterSh("up")); err != nil {
 		return 1, err
 	}
-	env.kubeconfig = filepath.Join(clusterDir, "kubeconfig")
+	env.kubeconfig = filepath.Join(env.clusterDir, "kubeconfig")
 	fmt.Printf("cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 
 	// The previous lesson taught the cluster the noun.
@@ -123,6 +133,14 @@ func newLesson(t *testing.T) *lesson {
 	l := &lesson{t: t, root: env.root, tmp: t.TempDir(), kubectlBin: env.kubectlBin,
 		kubeconfig: env.kubeconfig, operator: env.operator}
 	t.Cleanup(l.dumpOnFailure)
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling, as the operator
+	if l.c, err = client.NewWithWatch(cfg, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 
@@ -259,13 +277,13 @@ func (l *lesson) uids() map[string]string {
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token for the
-// operator's ServiceAccount, as the Pod in the cluster would have.
-func (l *lesson) serviceAccountKubeconfig() string {
+// ServiceAccount sa of default, as a Pod running as sa would have.
+func (l *lesson) serviceAccountKubeconfig(sa string) string {
 	l.t.Helper()
-	token := l.kubectl("create", "token", "operador-promociones", "-n", "default", "--duration=1h")
+	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=1h")
 	server := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
 	ca := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	path := filepath.Join(l.tmp, "serviceaccount.kubeconfig")
+	path := filepath.Join(l.tmp, sa+".kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: %q, certificate-authority-data: %q}}]
@@ -424,10 +442,16 @@ func (o *operator) stop(t *testing.T) {
 	}
 }
 
-func (o *operator) firstLine() string {
+// firstLine is the first line of the log matching pattern ("" for the first line).
+func (o *operator) firstLine(pattern string) string {
 	b, _ := os.ReadFile(o.log)
-	line, _, _ := strings.Cut(string(b), "\n")
-	return line
+	re := regexp.MustCompile(pattern)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if re.MatchString(line) {
+			return line
+		}
+	}
+	return ""
 }
 
 // logHas reports an error unless the log matches every pattern.
@@ -463,4 +487,57 @@ func (s *syncBuffer) String() string {
 func runCombined(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+func (l *lesson) namespace(name string) string {
+	l.kubectl("create", "namespace", name)
+	return name
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its garbage
+// collection does not weigh on the next measurement.
+func (l *lesson) deleteNamespace(ns string) {
+	l.kubectl("delete", "namespace", ns, "--timeout=10m")
+}
+
+// parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
+// An object that already exists is not one.
+func (l *lesson) parallel(n, workers int, f func(i int) error) {
+	l.t.Helper()
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		l.t.Fatal(err)
+	}
+}
+
+// createPromociones creates promo-0 to promo-<n-1> in ns, 32 at a time.
+func (l *lesson) createPromociones(ns string, n, replicas int) {
+	l.parallel(n, 32, func(i int) error {
+		return l.c.Create(context.Background(), promocion(ns, i, replicas))
+	})
+}
+
+func promocion(ns string, i, replicas int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+		"metadata": map[string]any{"name": fmt.Sprintf("promo-%d", i), "namespace": ns},
+		"spec":     map[string]any{"banner": fmt.Sprintf("Oferta número %d", i), "replicas": int64(replicas)},
+	}}
 }

@@ -7,6 +7,8 @@
 #   hack/cluster.sh up      start it in the background (idempotent)
 #   hack/cluster.sh down    stop exactly the processes it started, remove its state
 #   hack/cluster.sh status  say whether it runs
+#   hack/cluster.sh stop etcd|kube-apiserver, start etcd|kube-apiserver
+#                           kill one component and start it again (outages, for the chaos suite)
 #
 # CLUSTER_DIR (default .cluster) holds the state: kubeconfig, logs/, pids/, etcd
 # data and certificates. CLUSTER_PORT (default 16443) is the API server's port;
@@ -148,28 +150,17 @@ EOF
 	done
 }
 
-up() {
-	if running; then
-		say "already running; export KUBECONFIG=$kubeconfig"
-		return 0
-	fi
-	stop_all # whatever is left of a cluster that is not healthy
-	rm -rf "$dir/etcd" "$dir/logs"
-	mkdir -p "$dir/logs" "$dir/pids"
-	port_free kube-apiserver "$api_port"
-	port_free etcd "$etcd_port"
-	port_free etcd "$peer_port"
-	certificates
-	write_kubeconfig
-	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
-
+start_etcd() {
 	say "starting etcd"
 	start etcd --name default --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
 		--initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync
 	wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
+}
 
+start_kube_apiserver() {
+	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
 	# Every write, who made it and its answer, one JSON line each: the chaos
 	# suite proves with it that a deposed leader wrote nothing.
 	cat >"$dir/audit-policy.yaml" <<EOF
@@ -193,7 +184,43 @@ EOF
 		--service-cluster-ip-range 10.96.0.0/16 --allow-privileged=false \
 		--endpoint-reconciler-type none
 	wait_for kube-apiserver 90 "$bin/kubectl" "${kc[@]}" get --raw /readyz
+}
 
+# stop_one NAME: stop one component, as an outage would (the chaos suite).
+stop_one() {
+	local pid
+	pid=$(pid_of "$1") || { say "$1 is not running"; exit 1; }
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	rm -f "$dir/pids/$1"
+	say "$1 stopped"
+}
+
+# start_one NAME: start again a component stopped by stop_one.
+start_one() {
+	case $1 in
+	etcd) start_etcd ;;
+	kube-apiserver) start_kube_apiserver ;;
+	*) say "only etcd and kube-apiserver can be restarted alone"; exit 2 ;;
+	esac
+}
+
+up() {
+	if running; then
+		say "already running; export KUBECONFIG=$kubeconfig"
+		return 0
+	fi
+	stop_all # whatever is left of a cluster that is not healthy
+	rm -rf "$dir/etcd" "$dir/logs"
+	mkdir -p "$dir/logs" "$dir/pids"
+	port_free kube-apiserver "$api_port"
+	port_free etcd "$etcd_port"
+	port_free etcd "$peer_port"
+	certificates
+	write_kubeconfig
+	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
+	start_etcd
+	start_kube_apiserver
 	say "starting kube-controller-manager, kube-scheduler and kwok"
 	start kube-controller-manager "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
@@ -227,12 +254,17 @@ up)
 	up
 	;;
 down) down ;;
+stop) stop_one "${2:?usage: $0 stop etcd|kube-apiserver}" ;;
+start)
+	bin=$("$root/hack/k8s-binaries.sh")
+	start_one "${2:?usage: $0 start etcd|kube-apiserver}"
+	;;
 status)
 	bin=$("$root/hack/k8s-binaries.sh")
 	if running; then say "running; export KUBECONFIG=$kubeconfig"; else say "not running"; exit 1; fi
 	;;
 *)
-	echo "usage: $0 up|down|status" >&2
+	echo "usage: $0 up|down|status|stop NAME|start NAME" >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,879 @@
+package e2e
+
+// The chaos suite: faults injected on purpose into the operator and the
+// cluster under it, and after each, a check that the world is exactly what the
+// Promociones ask for. `make chaos` runs it at full scale (CHAOS_SCALE=full)
+// and writes its report to CHAOS_OUT; `make test` runs a short version.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+type chaosScale struct {
+	name               string
+	crashN, crashKills int
+	outageN            int
+	apiOutages         []time.Duration
+	etcdOutage         time.Duration // 0: not run
+	leaderN            int
+	fight              time.Duration // 0: not run
+	fightN             int
+	recreations        int // 0: not run
+	namespaceN         int // 0: not run
+}
+
+var (
+	shortChaos = chaosScale{name: "short", crashN: 30, crashKills: 1, outageN: 10,
+		apiOutages: []time.Duration{5 * time.Second}, leaderN: 10}
+	fullChaos = chaosScale{name: "full", crashN: 300, crashKills: 3, outageN: 50,
+		apiOutages: []time.Duration{5 * time.Second, 30 * time.Second}, etcdOutage: 10 * time.Second, leaderN: 20,
+		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200}
+)
+
+// result is one row of the report.
+type result struct {
+	scenario, faults string
+	checked, wrong   int
+	converged        time.Duration // after the last fault
+	notes            string
+}
+
+func TestChaos(t *testing.T) {
+	sc := shortChaos
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		sc = fullChaos
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("scale %s, random seed %d", sc.name, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	started := time.Now()
+	var results []result
+	var details []string
+	scenario := func(name string, run func(l *lesson) result) {
+		t.Run(name, func(t *testing.T) {
+			r := run(newLesson(t))
+			if t.Failed() && r.wrong == 0 {
+				r.notes += " (the scenario failed: see the test log)"
+			}
+			results = append(results, r)
+			t.Logf("%s: checked %d, lost or wrong %d, converged %s after the last fault; %s", r.scenario, r.checked, r.wrong, ms(r.converged), r.notes)
+		})
+	}
+
+	scenario("crash", func(l *lesson) result { return crashMidFlight(l, rng, sc.crashN, sc.crashKills) })
+	for _, d := range sc.apiOutages {
+		scenario(fmt.Sprintf("apiserver-%s", d), func(l *lesson) result { return outage(l, "kube-apiserver", d, sc.outageN) })
+	}
+	if sc.etcdOutage > 0 {
+		scenario("etcd", func(l *lesson) result { return outage(l, "etcd", sc.etcdOutage, sc.outageN) })
+	}
+	scenario("frozen-leader", func(l *lesson) result { return frozenLeader(l, sc.leaderN) })
+	if sc.fight > 0 {
+		scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
+	}
+	if sc.recreations > 0 {
+		scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
+	}
+	if sc.namespaceN > 0 {
+		scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
+	}
+	scenario("hostile-input", func(l *lesson) result {
+		r, d := hostileInput(l)
+		details = d
+		return r
+	})
+
+	var r strings.Builder
+	fmt.Fprintf(&r, "Run of %s (scale %s, random seed %d), took %s.\n\n", started.UTC().Format("2006-01-02 15:04 MST"), sc.name, seed, time.Since(started).Round(time.Second))
+	r.WriteString("| scenario | faults injected | objects checked | lost or wrong | converged after the last fault | notes |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, x := range results {
+		fmt.Fprintf(&r, "| %s | %s | %d | %d | %s | %s |\n", x.scenario, x.faults, x.checked, x.wrong, ms(x.converged), x.notes)
+	}
+	r.WriteString("\nHostile input, each through the API server, the operator and the page:\n\n| input | outcome |\n| --- | --- |\n")
+	for _, d := range details {
+		r.WriteString(d + "\n")
+	}
+	fmt.Println(r.String())
+	if out := os.Getenv("CHAOS_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(r.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// ----- the world, and how to check it -----
+
+// scenarioNamespace makes a namespace holding, beside what the scenario adds,
+// two objects of the user's that the operator must never touch.
+func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
+	l.t.Helper()
+	ns := l.namespace(name)
+	l.t.Cleanup(func() { _, _ = l.tryKubectl("delete", "namespace", ns, "--wait=false") })
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "del-usuario", Namespace: ns}, Data: map[string]string{"index.html": "mío"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ajeno", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	for _, obj := range []client.Object{cm, svc} {
+		if err := l.c.Create(context.Background(), obj); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	untouched := func() []string {
+		var changed []string
+		for _, obj := range []client.Object{cm, svc} {
+			now := obj.DeepCopyObject().(client.Object)
+			if err := l.c.Get(context.Background(), client.ObjectKeyFromObject(obj), now); err != nil {
+				changed = append(changed, fmt.Sprintf("the user's %s: %v", obj.GetName(), err))
+			} else if now.GetResourceVersion() != obj.GetResourceVersion() {
+				changed = append(changed, fmt.Sprintf("the user's %s was changed", obj.GetName()))
+			}
+		}
+		return changed
+	}
+	return ns, untouched
+}
+
+// problems lists how ns differs from what its Promociones ask for: each
+// Promocion Listo for its generation, with exactly one ConfigMap, Deployment
+// and Service, controlled by its current UID, showing its banner and replicas;
+// nothing else of the operator's, no ReplicaSet whose Deployment is gone,
+// nothing Terminating. It also returns how many objects it checked.
+func (l *lesson) problems(ns string, untouched func() []string) (checked int, wrongPromos int, problems []string) {
+	ctx := context.Background()
+	promos := &unstructured.UnstructuredList{}
+	promos.SetAPIVersion("tienda.example.com/v1")
+	promos.SetKind("PromocionList")
+	var cms corev1.ConfigMapList
+	var deps appsv1.DeploymentList
+	var svcs corev1.ServiceList
+	var rss appsv1.ReplicaSetList
+	var pods corev1.PodList
+	for _, list := range []client.ObjectList{promos, &cms, &deps, &svcs, &rss, &pods} {
+		if err := l.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return 0, 0, []string{err.Error()}
+		}
+	}
+	expected := map[string]types.UID{} // kind/name of each child, and the UID that should control it
+	for _, p := range promos.Items {
+		var wrong []string
+		uid, name := p.GetUID(), p.GetName()
+		banner, _, _ := unstructured.NestedString(p.Object, "spec", "banner")
+		replicas, found, _ := unstructured.NestedInt64(p.Object, "spec", "replicas")
+		if !found {
+			replicas = 1
+		}
+		fase, _, _ := unstructured.NestedString(p.Object, "status", "fase")
+		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+		if p.GetDeletionTimestamp() != nil {
+			wrong = append(wrong, "Terminating")
+		}
+		if fase != "Listo" || gen != p.GetGeneration() {
+			wrong = append(wrong, fmt.Sprintf("fase %q for generation %d of %d", fase, gen, p.GetGeneration()))
+		}
+		expected["ConfigMap/"+name+"-html"], expected["Deployment/"+name], expected["Service/"+name] = uid, uid, uid
+		if cm := find(cms.Items, name+"-html"); cm == nil {
+			wrong = append(wrong, "no ConfigMap")
+		} else if !strings.Contains(cm.Data["index.html"], html.EscapeString(banner)) {
+			wrong = append(wrong, "the page lacks the banner")
+		}
+		if d := find(deps.Items, name); d == nil {
+			wrong = append(wrong, "no Deployment")
+		} else if d.Spec.Replicas == nil || int64(*d.Spec.Replicas) != replicas {
+			wrong = append(wrong, fmt.Sprintf("Deployment replicas %v, want %d", d.Spec.Replicas, replicas))
+		}
+		if find(svcs.Items, name) == nil {
+			wrong = append(wrong, "no Service")
+		}
+		checked += 4
+		if len(wrong) > 0 {
+			wrongPromos++
+			problems = append(problems, fmt.Sprintf("Promocion %s: %s", name, strings.Join(wrong, ", ")))
+		}
+	}
+	deployments := map[types.UID]bool{}
+	var children []metav1.Object
+	for i := range cms.Items {
+		if n := cms.Items[i].Name; n != "kube-root-ca.crt" && n != "del-usuario" {
+			children = append(children, &cms.Items[i])
+		}
+	}
+	for i := range deps.Items {
+		children = append(children, &deps.Items[i])
+		deployments[deps.Items[i].UID] = true
+	}
+	for i := range svcs.Items {
+		if svcs.Items[i].Name != "ajeno" {
+			children = append(children, &svcs.Items[i])
+		}
+	}
+	for _, obj := range children {
+		kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+		ref := metav1.GetControllerOf(obj)
+		want, ok := expected[kind+"/"+obj.GetName()]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s %s belongs to no Promocion", kind, obj.GetName()))
+		case ref == nil || ref.UID != want:
+			problems = append(problems, fmt.Sprintf("%s %s is controlled by %v, not the Promocion's UID %s", kind, obj.GetName(), ref, want))
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			problems = append(problems, fmt.Sprintf("%s %s is Terminating", kind, obj.GetName()))
+		}
+	}
+	for _, rs := range rss.Items {
+		if ref := metav1.GetControllerOf(&rs); ref == nil || !deployments[ref.UID] {
+			problems = append(problems, fmt.Sprintf("ReplicaSet %s outlives its Deployment", rs.Name))
+		}
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			problems = append(problems, fmt.Sprintf("Pod %s is Terminating", p.Name))
+		}
+	}
+	return checked, wrongPromos, append(problems, untouched()...)
+}
+
+func find[T any, P interface {
+	*T
+	GetName() string
+}](items []T, name string) P {
+	for i := range items {
+		if P(&items[i]).GetName() == name {
+			return &items[i]
+		}
+	}
+	return nil
+}
+
+// converge waits until ns is right, and returns how long that took from since.
+// If it never is, the test fails and the result names what stayed wrong.
+func (l *lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
+	l.t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		checked, wrong, problems := l.problems(ns, untouched)
+		r.checked, r.wrong, r.converged = checked, wrong, time.Since(since)
+		if len(problems) == 0 {
+			l.logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, checked/4, ms(r.converged))
+			return
+		}
+		if time.Now().After(deadline) {
+			if r.wrong == 0 {
+				r.wrong = len(problems)
+			}
+			l.t.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(first(problems, 20), "\n"))
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func first(s []string, n int) []string { return s[:min(n, len(s))] }
+
+// ----- the operator's kubelet -----
+
+// kubelet keeps an operator process running, starting it again when it exits,
+// as the kubelet restarts a container (here after 1 s rather than with backoff).
+type kubelet struct {
+	l                *lesson
+	who, kubeconfig  string
+	args             []string
+	mu               sync.Mutex
+	cur              *operator
+	all              []*operator
+	restarts         int
+	stopping         chan struct{}
+	stopped          chan struct{}
+	exitReasons      []string
+	lastStartedAfter time.Time
+}
+
+func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
+	k := &kubelet{l: l, who: who, kubeconfig: kubeconfig, args: args, stopping: make(chan struct{}), stopped: make(chan struct{})}
+	k.start()
+	go func() {
+		defer close(k.stopped)
+		for {
+			o := k.current()
+			select {
+			case <-k.stopping:
+				return
+			case <-o.done:
+			}
+			k.mu.Lock()
+			k.restarts++
+			k.exitReasons = append(k.exitReasons, exitReason(o))
+			k.mu.Unlock()
+			select {
+			case <-k.stopping:
+				return
+			case <-time.After(time.Second):
+			}
+			k.start()
+		}
+	}()
+	l.t.Cleanup(k.stop)
+	return k
+}
+
+func (k *kubelet) start() {
+	o := k.l.startOperator(fmt.Sprintf("%s-%d", k.who, len(k.all)+1), k.kubeconfig, k.args...)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cur, k.all = o, append(k.all, o)
+	k.lastStartedAfter = time.Now()
+}
+
+func (k *kubelet) current() *operator {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cur
+}
+
+// kill sends SIGKILL to the running operator; the kubelet starts another.
+func (k *kubelet) kill() {
+	o := k.current()
+	_ = o.cmd.Process.Signal(syscall.SIGKILL)
+	<-o.done
+}
+
+// waitRunning waits for an operator started after since to have started its workers.
+func (k *kubelet) waitRunning(since time.Time) {
+	k.l.t.Helper()
+	k.l.eventually("the operator runs again", func() error {
+		o := k.current()
+		if o.startedAt.Before(since) {
+			return errors.New("not restarted yet")
+		}
+		return o.logHas(`Starting workers`)
+	})
+}
+
+func (k *kubelet) stop() {
+	select {
+	case <-k.stopping:
+		return
+	default:
+	}
+	close(k.stopping)
+	<-k.stopped
+	if o := k.current(); !o.exited() {
+		o.stop(k.l.t)
+	}
+}
+
+// errorLines counts the error lines in every log of this kubelet's operators.
+func (k *kubelet) errorLines() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, o := range k.all {
+		n += countLines(o.log, `\tERROR\t`)
+	}
+	return n
+}
+
+func (k *kubelet) summary() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.restarts == 0 {
+		return "the operator rode it out (no restart)"
+	}
+	return fmt.Sprintf("the operator exited %d time(s) (%s) and was started again", k.restarts, strings.Join(slices.Compact(k.exitReasons), "; "))
+}
+
+func exitReason(o *operator) string {
+	if line := o.firstLine(`leader election lost|Operator stopped`); line != "" {
+		if i := strings.Index(line, `"error": "`); i >= 0 {
+			return strings.TrimSuffix(line[i+len(`"error": "`):], `"}`)
+		}
+	}
+	return fmt.Sprint(o.err)
+}
+
+func countLines(path, pattern string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	re := regexp.MustCompile(pattern)
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if re.MatchString(sc.Text()) {
+			n++
+		}
+	}
+	return n
+}
+
+// listo counts the Promociones of ns that are Listo.
+func (l *lesson) listo(ns string) int {
+	out, _ := l.tryKubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
+	return strings.Count(out, "Listo")
+}
+
+// ----- 1. crash mid-flight -----
+
+func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
+	r := result{scenario: "Crash mid-flight", faults: fmt.Sprintf("%d SIGKILLs while %d Promociones converge", kills, n)}
+	ns, untouched := l.scenarioNamespace("caos-crash")
+	k := l.kubelet("crash", l.kubeconfig, "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	l.createPromociones(ns, n, 1)
+	var at []string
+	var last time.Time
+	for i := range kills {
+		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond)
+		at = append(at, fmt.Sprintf("%d%%", 100*l.listo(ns)/n))
+		k.kill()
+		last = time.Now()
+		l.logf("SIGKILL %d of %d, with %s Listo", i+1, kills, at[len(at)-1])
+		if i < kills-1 {
+			k.waitRunning(last)
+		}
+	}
+	l.converge(ns, untouched, last, &r)
+	r.notes = fmt.Sprintf("killed with %s of the Promociones Listo; %d restarts", strings.Join(at, ", "), k.restarts)
+	k.stop()
+	return r
+}
+
+// ----- 2 and 3. outages -----
+
+// outage stops component (kube-apiserver or etcd) for d while an operator
+// with leader election runs, then changes things right after it is back.
+func outage(l *lesson, component string, d time.Duration, n int) result {
+	r := result{scenario: fmt.Sprintf("%s outage", component), faults: fmt.Sprintf("%s stopped (SIGKILL) for %s, then started again", component, d)}
+	ns, untouched := l.scenarioNamespace("caos-" + strings.ToLower(strings.ReplaceAll(component+"-"+d.String(), "kube-", "")))
+	// deploy.yaml's leader election timings: a Lease of 30 s, renewed within 20 s.
+	k := l.kubelet(component, l.kubeconfig, "--namespace="+ns, "--leader-elect", "--leader-election-namespace="+ns)
+	k.waitRunning(time.Time{})
+	l.createPromociones(ns, n, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+
+	stopAt := time.Now()
+	if out, err := clusterSh("stop", component).CombinedOutput(); err != nil {
+		l.t.Fatalf("stopping %s: %v\n%s", component, err, out)
+	}
+	time.Sleep(d - time.Since(stopAt))
+	if out, err := clusterSh("start", component).CombinedOutput(); err != nil {
+		l.t.Fatalf("starting %s: %v\n%s", component, err, out)
+	}
+	l.eventually("the API server answers again", func() error {
+		_, err := l.tryKubectl("get", "--raw", "/readyz")
+		return err
+	})
+	back := time.Now()
+	r.faults += fmt.Sprintf(" (%s until the API server answered again)", back.Sub(stopAt).Round(100*time.Millisecond))
+	l.logf("%s was down for %s", component, back.Sub(stopAt).Round(time.Millisecond))
+
+	// Right after it is back: a child deleted, a banner changed, a Promocion added.
+	ctx := context.Background()
+	if err := l.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "promo-0", Namespace: ns}}); err != nil {
+		l.t.Fatal(err)
+	}
+	l.setBanner(ns, "promo-1", "cambiada tras el corte")
+	if err := l.c.Create(ctx, promocion(ns, n, 1)); err != nil {
+		l.t.Fatal(err)
+	}
+	l.converge(ns, untouched, back, &r)
+	r.notes = k.summary() + "; a Deployment deleted, a banner changed and a Promocion created right after"
+	k.stop()
+	return r
+}
+
+func (l *lesson) setBanner(ns, name, banner string) {
+	l.t.Helper()
+	p := &unstructured.Unstructured{}
+	p.SetAPIVersion("tienda.example.com/v1")
+	p.SetKind("Promocion")
+	p.SetNamespace(ns)
+	p.SetName(name)
+	patch := fmt.Sprintf(`{"spec":{"banner":%q}}`, banner)
+	if err := l.c.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// ----- 4. frozen leader -----
+
+func frozenLeader(l *lesson, n int) result {
+	const lease = 6 * time.Second
+	r := result{scenario: "Frozen leader", faults: fmt.Sprintf("SIGSTOP of the leader past its Lease (%s), changes meanwhile, SIGCONT", lease)}
+	ns, untouched := l.scenarioNamespace("caos-lider")
+	// Each replica has a ServiceAccount of its own, so that the audit log tells them apart.
+	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"), "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
+	kubeconfigs := map[string]string{}
+	for _, who := range []string{"a", "b"} {
+		sa := "replica-" + who
+		if _, err := l.tryKubectl("get", "serviceaccount", sa, "-n", "default"); err != nil {
+			l.kubectl("create", "serviceaccount", sa, "-n", "default")
+			l.kubectl("create", "clusterrolebinding", "caos-"+sa, "--clusterrole=operador-promociones", "--serviceaccount=default:"+sa)
+			l.kubectl("create", "rolebinding", "caos-"+sa, "-n", "default", "--role=operador-promociones-leader-election", "--serviceaccount=default:"+sa)
+		}
+		kubeconfigs[who] = l.serviceAccountKubeconfig(sa)
+	}
+	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
+		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
+	acquiredDefault := `successfully acquired lease.*default/operador-promociones`
+	a := l.startOperator("replica-a", kubeconfigs["a"], args...)
+	l.waitForLog(a, "replica a leads", `(?i)`+acquiredDefault)
+	b := l.startOperator("replica-b", kubeconfigs["b"], args...)
+	l.waitForLog(b, "replica b waits", `(?i)attempting to acquire leader lease.*default/operador-promociones`)
+	l.createPromociones(ns, n, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		l.t.Fatal(err)
+	}
+	frozenAt := time.Now()
+	l.logf("replica a frozen")
+	ctx := context.Background()
+	change := func(i int) {
+		if err := l.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("promo-%d", i), Namespace: ns}}); err != nil && !apierrors.IsNotFound(err) {
+			l.t.Fatal(err)
+		}
+		l.setBanner(ns, fmt.Sprintf("promo-%d", i), fmt.Sprintf("cambio %d con el líder congelado", i))
+	}
+	for i := range n / 2 { // changes the frozen leader's watches will deliver when it wakes up
+		change(i)
+	}
+	l.waitForLog(b, "replica b takes over", `(?i)`+acquiredDefault)
+	var leaseObj coordinationv1.Lease
+	if err := l.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "operador-promociones"}, &leaseObj); err != nil {
+		l.t.Fatal(err)
+	}
+	handover := leaseObj.Spec.AcquireTime.Time
+	l.logf("handover %s after the freeze (Lease acquired at %s)", handover.Sub(frozenAt).Round(time.Millisecond), handover.Format(time.StampMicro))
+	for i := n / 2; i < n; i++ {
+		change(i)
+	}
+	l.converge(ns, untouched, time.Now(), &result{})
+
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		l.t.Fatal(err)
+	}
+	resumedAt := time.Now()
+	l.logf("replica a woken up after %s frozen", resumedAt.Sub(frozenAt).Round(time.Millisecond))
+	select {
+	case <-a.done:
+	case <-time.After(time.Minute):
+		l.t.Errorf("the old leader still runs a minute after waking up")
+	}
+	exited := time.Since(resumedAt)
+	l.converge(ns, untouched, resumedAt, &r)
+	time.Sleep(time.Second) // the audit log is written as requests complete
+
+	after, before := auditWrites(l, "system:serviceaccount:default:replica-a", handover)
+	bAfter, _ := auditWrites(l, "system:serviceaccount:default:replica-b", handover)
+	if len(after) != 0 {
+		l.t.Errorf("the old leader wrote after the handover:\n%s", strings.Join(first(after, 20), "\n"))
+		r.wrong += len(after)
+	}
+	if len(before) == 0 || len(bAfter) == 0 {
+		l.t.Errorf("the audit log shows %d writes by a before the handover and %d by b after: it does not see the replicas", len(before), len(bAfter))
+	}
+	r.notes = fmt.Sprintf("handover %s after the freeze; the old leader exited %s after SIGCONT (%s); its writes after the handover, from the audit log: %d (before: %d; the new leader's after: %d)",
+		handover.Sub(frozenAt).Round(100*time.Millisecond), exited.Round(100*time.Millisecond), exitReason(a), len(after), len(before), len(bAfter))
+	b.stop(l.t)
+	return r
+}
+
+// auditWrites returns the write requests user made after t, and those before,
+// from the API server's audit log.
+func auditWrites(l *lesson, user string, t time.Time) (after, before []string) {
+	l.t.Helper()
+	f, err := os.Open(filepath.Join(env.clusterDir, "logs", "audit.log"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Verb       string `json:"verb"`
+			RequestURI string `json:"requestURI"`
+			User       struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.User.Username != user {
+			continue
+		}
+		line := fmt.Sprintf("%s %s %s -> %d", e.Received.Format(time.StampMicro), e.Verb, e.RequestURI, e.ResponseStatus.Code)
+		if e.Received.After(t) {
+			after = append(after, line)
+		} else {
+			before = append(before, line)
+		}
+	}
+	return after, before
+}
+
+// ----- 5. fights -----
+
+func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
+	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, labels and ownerReferences removed", d)}
+	ns, untouched := l.scenarioNamespace("caos-peleas")
+	k := l.kubelet("fights", l.kubeconfig, "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	l.createPromociones(ns, n, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+
+	ctx := context.Background()
+	edits := 0
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		name := fmt.Sprintf("promo-%d", rng.IntN(n))
+		var obj client.Object
+		var patch string
+		switch rng.IntN(3) {
+		case 0:
+			obj, patch = &appsv1.Deployment{}, fmt.Sprintf(`{"spec":{"replicas":%d}}`, rng.IntN(5))
+			obj.SetName(name)
+		case 1:
+			obj, patch = &corev1.ConfigMap{}, `{"data":{"index.html":"<h1>pirata</h1>"}}`
+			obj.SetName(name + "-html")
+		default:
+			children := []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-html"}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+			obj, patch = children[rng.IntN(3)], `{"metadata":{"labels":null,"ownerReferences":null}}`
+		}
+		obj.SetNamespace(ns)
+		if err := l.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+			l.t.Fatal(err)
+		}
+		edits++
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+	}
+	stopped := time.Now()
+	l.converge(ns, untouched, stopped, &r)
+	errs := k.errorLines()
+	r.notes = fmt.Sprintf("%d edits; %d error lines in the operator's log", edits, errs)
+	if errs > 0 {
+		l.t.Errorf("the operator logged %d error lines while fought", errs)
+	}
+	k.stop()
+	return r
+}
+
+// ----- 6. same name, new object -----
+
+func sameName(l *lesson, rng *rand.Rand, times int) result {
+	r := result{scenario: "Same name, new object", faults: fmt.Sprintf("the same Promocion deleted and created again %d times in quick succession", times)}
+	ns, untouched := l.scenarioNamespace("caos-mismo-nombre")
+	k := l.kubelet("same-name", l.kubeconfig, "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	ctx := context.Background()
+	var last time.Time
+	var uids []types.UID
+	for i := range times {
+		p := promocion(ns, 0, 1)
+		if err := unstructured.SetNestedField(p.Object, fmt.Sprintf("versión %d", i), "spec", "banner"); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := l.c.Create(ctx, p); err != nil {
+			l.t.Fatal(err)
+		}
+		uids = append(uids, p.GetUID())
+		last = time.Now()
+		if i == times-1 {
+			break
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		if err := l.c.Delete(ctx, p); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	l.converge(ns, untouched, last, &r)
+	var dep appsv1.Deployment
+	if err := l.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "promo-0"}, &dep); err != nil {
+		l.t.Fatal(err)
+	}
+	r.notes = fmt.Sprintf("%d UIDs; the children are controlled by the last one (checked)", len(slices.Compact(uids)))
+	k.stop()
+	return r
+}
+
+// ----- 7. namespace deletion -----
+
+func namespaceDeletion(l *lesson, n int) result {
+	r := result{scenario: "Namespace deletion", faults: fmt.Sprintf("a namespace holding %d Promociones deleted", n)}
+	ns, untouched := l.scenarioNamespace("caos-borrado")
+	k := l.kubelet("namespace", l.kubeconfig) // every namespace, as deploy.yaml runs it
+	k.waitRunning(time.Time{})
+	l.createPromociones(ns, n, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+	errsBefore := k.errorLines()
+
+	deleted := time.Now()
+	l.kubectl("delete", "namespace", ns, "--timeout=5m")
+	r.converged, r.checked = time.Since(deleted), 4*n
+	time.Sleep(2 * time.Second) // anything the operator still had to say
+	errs := k.errorLines() - errsBefore
+	creates, refused := 0, 0
+	for _, w := range operatorWrites(l, deleted) {
+		if strings.Contains(w.uri, "/namespaces/"+ns+"/") && w.verb == "create" {
+			if w.code < 300 {
+				creates++
+			} else {
+				refused++
+			}
+		}
+	}
+	if creates > 0 {
+		l.t.Errorf("the operator created %d objects in the namespace being deleted", creates)
+		r.wrong = creates
+	}
+	if errs > 0 {
+		l.t.Errorf("the operator logged %d error lines while the namespace was deleted", errs)
+	}
+	r.notes = fmt.Sprintf("the namespace was gone %s after the delete; objects the operator created there meanwhile: %d (creates refused: %d); error lines: %d",
+		ms(r.converged), creates, refused, errs)
+	k.stop()
+	return r
+}
+
+type write struct {
+	verb, uri string
+	code      int
+}
+
+// operatorWrites returns the operator's writes after t, from the audit log.
+func operatorWrites(l *lesson, t time.Time) []write {
+	l.t.Helper()
+	b, err := os.ReadFile(filepath.Join(env.clusterDir, "logs", "audit.log"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var ws []write
+	for line := range strings.SplitSeq(string(b), "\n") {
+		var e struct {
+			Verb           string           `json:"verb"`
+			RequestURI     string           `json:"requestURI"`
+			UserAgent      string           `json:"userAgent"`
+			Received       metav1.MicroTime `json:"requestReceivedTimestamp"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+		}
+		if json.Unmarshal([]byte(line), &e) != nil || e.UserAgent != "operador-promociones" || !e.Received.After(t) {
+			continue
+		}
+		ws = append(ws, write{e.Verb, e.RequestURI, e.ResponseStatus.Code})
+	}
+	return ws
+}
+
+// ----- 8. hostile input -----
+
+func hostileInput(l *lesson) (result, []string) {
+	r := result{scenario: "Hostile input", faults: "banners with HTML, JavaScript, quotes, control characters, right-to-left text and emoji; the longest banner; the most replicas"}
+	ns, untouched := l.scenarioNamespace("caos-hostil")
+	k := l.kubelet("hostile", l.kubeconfig, "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	cases := []struct {
+		what     string
+		banner   string
+		replicas int
+	}{
+		{"a script", `<script>alert("xss")</script><b>Rebajas</b>`, 1},
+		{"an attribute breakout", `" onmouseover="alert(1)" x="`, 1},
+		{"an event handler", `<img src=x onerror=alert(1)>`, 1},
+		{"quotes and ampersands", `Tom's "gran" oferta & más &amp; &lt;`, 1},
+		{"a newline", "Rebajas\nde verano", 1},
+		{"a bell", "Rebajas\a", 1},
+		{"a terminal escape", "\x1b[31mRojo\x1b[0m", 1},
+		{"a NUL", "Rebajas\x00", 1},
+		{"right-to-left text", "تخفيضات الصيف ٥٠٪ — מבצע", 1},
+		{"a bidi override", "Rebajas \u202Eanu\u202C", 1},
+		{"emoji", "🔥 Rebajas 🔥 👩‍👩‍👧", 1},
+		{"blank", " \u00a0 ", 1},
+		{"the longest (2048 characters)", strings.Repeat("ñ", 2048), 1},
+		{"one character too long", strings.Repeat("ñ", 2049), 1},
+		{"the most replicas (100)", "Cien réplicas", 100},
+		{"one replica too many", "Ciento una", 101},
+		{"negative replicas", "Menos una", -1},
+	}
+	ctx := context.Background()
+	var details []string
+	accepted := 0
+	for i, c := range cases {
+		p := promocion(ns, i, c.replicas)
+		if err := unstructured.SetNestedField(p.Object, c.banner, "spec", "banner"); err != nil {
+			l.t.Fatal(err)
+		}
+		shown := c.banner
+		if r := []rune(shown); len(r) > 20 {
+			shown = string(r[:20]) + "…"
+		}
+		err := l.c.Create(ctx, p)
+		switch {
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			msg := err.Error()
+			if !strings.Contains(msg, "spec.banner") && !strings.Contains(msg, "spec.replicas") {
+				l.t.Errorf("%s: the message does not name the field: %s", c.what, msg)
+			}
+			details = append(details, fmt.Sprintf("| %s `%q` | rejected: %s |", c.what, shown, tableCell(msg)))
+		case err != nil:
+			l.t.Errorf("%s: %v", c.what, err)
+		default:
+			accepted++
+			details = append(details, fmt.Sprintf("| %s `%q` | accepted; on the page HTML-escaped, verbatim (checked below) |", c.what, shown))
+		}
+	}
+	l.converge(ns, untouched, time.Now(), &r)
+	// Verbatim and escaped: the page holds the escaped banner, and no raw
+	// markup from it.
+	for i, c := range cases {
+		var cm corev1.ConfigMap
+		if err := l.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("promo-%d-html", i)}, &cm); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			l.t.Fatal(err)
+		}
+		page := cm.Data["index.html"]
+		if !strings.Contains(page, html.EscapeString(c.banner)) || (c.banner != html.EscapeString(c.banner) && strings.Contains(page, c.banner)) {
+			l.t.Errorf("%s: the page does not show the banner verbatim and escaped:\n%s", c.what, page)
+			r.wrong++
+		}
+	}
+	r.notes = fmt.Sprintf("%d of %d inputs accepted and shown escaped, %d rejected by the API server with a message naming the field", accepted, len(cases), len(cases)-accepted)
+	k.stop()
+	return r, details
+}
+
+func tableCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
