@@ -425,14 +425,29 @@ func (k *kubelet) summary() string {
 	if k.restarts == 0 {
 		return "the operator rode it out (no restart)"
 	}
-	return fmt.Sprintf("the operator exited %d time(s) (%s) and was started again", k.restarts, strings.Join(slices.Compact(k.exitReasons), "; "))
+	count := map[string]int{}
+	var reasons []string
+	for _, r := range k.exitReasons {
+		if count[r]++; count[r] == 1 {
+			reasons = append(reasons, r)
+		}
+	}
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%d× %s", count[r], r)
+	}
+	return fmt.Sprintf("the operator exited %d times (%s) and was started again", k.restarts, strings.Join(reasons, ", "))
 }
 
+// exitReason says in a few words why an operator process exited.
 func exitReason(o *operator) string {
-	if line := o.firstLine(`leader election lost|Operator stopped`); line != "" {
-		if i := strings.Index(line, `"error": "`); i >= 0 {
-			return strings.TrimSuffix(line[i+len(`"error": "`):], `"}`)
-		}
+	line := o.firstLine(`leader election lost|Operator stopped`)
+	switch {
+	case strings.Contains(line, "leader election lost"):
+		return "leader election lost"
+	case strings.Contains(line, "connection refused"):
+		return "API server unreachable at start-up"
+	case line != "":
+		return line[strings.Index(line, "Operator stopped"):]
 	}
 	return fmt.Sprint(o.err)
 }
@@ -526,7 +541,14 @@ func outage(l *lesson, component string, d time.Duration, n int) result {
 		l.t.Fatal(err)
 	}
 	l.converge(ns, untouched, back, &r)
-	r.notes = k.summary() + "; a Deployment deleted, a banner changed and a Promocion created right after"
+	remade := "never"
+	for _, w := range operatorWrites(l, back) {
+		if w.verb == "create" && w.code == 201 && w.object == "deployments/"+ns+"/promo-0" {
+			remade = w.at.Sub(back).Round(100 * time.Millisecond).String()
+			break
+		}
+	}
+	r.notes = fmt.Sprintf("%s; right after, a Deployment deleted (the operator made it again %s after the API server answered), a banner changed and a Promocion created", k.summary(), remade)
 	k.stop()
 	return r
 }
@@ -797,8 +819,9 @@ func namespaceDeletion(l *lesson, n int) result {
 }
 
 type write struct {
-	verb, uri string
-	code      int
+	at                time.Time
+	verb, uri, object string // object: resource/namespace/name
+	code              int
 }
 
 // operatorWrites returns the operator's writes after t, from the audit log.
@@ -811,9 +834,12 @@ func operatorWrites(l *lesson, t time.Time) []write {
 	var ws []write
 	for line := range strings.SplitSeq(string(b), "\n") {
 		var e struct {
-			Verb           string           `json:"verb"`
-			RequestURI     string           `json:"requestURI"`
-			UserAgent      string           `json:"userAgent"`
+			Verb       string `json:"verb"`
+			RequestURI string `json:"requestURI"`
+			UserAgent  string `json:"userAgent"`
+			ObjectRef  struct {
+				Resource, Namespace, Name string
+			} `json:"objectRef"`
 			Received       metav1.MicroTime `json:"requestReceivedTimestamp"`
 			ResponseStatus struct {
 				Code int `json:"code"`
@@ -822,7 +848,8 @@ func operatorWrites(l *lesson, t time.Time) []write {
 		if json.Unmarshal([]byte(line), &e) != nil || e.UserAgent != "operador-promociones" || !e.Received.After(t) {
 			continue
 		}
-		ws = append(ws, write{e.Verb, e.RequestURI, e.ResponseStatus.Code})
+		ws = append(ws, write{e.Received.Time, e.Verb, strings.Split(e.RequestURI, "?")[0],
+			e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name, e.ResponseStatus.Code})
 	}
 	return ws
 }
