@@ -302,6 +302,10 @@ current-context: local
 func (l *lesson) assertNoDeleteInOperator() {
 	l.t.Helper()
 	files, _ := filepath.Glob(filepath.Join(l.root, "*.go"))
+	// fence.go's client forwards every kind of write, Delete included, only to
+	// guard it; what counts is that nothing calls it, and that the API server's
+	// audit log shows no delete from the operator.
+	forward := regexp.MustCompile(`\bc\.Client\.Delete(AllOf)?\(`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -310,11 +314,16 @@ func (l *lesson) assertNoDeleteInOperator() {
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		if regexp.MustCompile(`\.Delete(AllOf)?\(`).Match(src) {
+		if regexp.MustCompile(`\.Delete(AllOf)?\(`).Match(forward.ReplaceAll(src, nil)) {
 			l.t.Errorf("%s calls Delete: the cleanup should be the garbage collector's", filepath.Base(f))
 		}
 	}
-	l.logf("no Delete in the operator's code: the garbage collector did it")
+	for _, w := range operatorWrites(l, time.Time{}) {
+		if w.verb == "delete" || w.verb == "deletecollection" {
+			l.t.Errorf("the operator sent %s %s", w.verb, w.uri)
+		}
+	}
+	l.logf("no Delete in the operator's code, and none in the audit log: the garbage collector did it")
 }
 
 func (l *lesson) dumpOnFailure() {
