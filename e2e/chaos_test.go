@@ -321,17 +321,16 @@ func first(s []string, n int) []string { return s[:min(n, len(s))] }
 // kubelet keeps an operator process running, starting it again when it exits,
 // as the kubelet restarts a container (here after 1 s rather than with backoff).
 type kubelet struct {
-	l                *lesson
-	who, kubeconfig  string
-	args             []string
-	mu               sync.Mutex
-	cur              *operator
-	all              []*operator
-	restarts         int
-	stopping         chan struct{}
-	stopped          chan struct{}
-	exitReasons      []string
-	lastStartedAfter time.Time
+	l               *lesson
+	who, kubeconfig string
+	args            []string
+	mu              sync.Mutex
+	cur             *operator
+	all             []*operator
+	restarts        int
+	stopping        chan struct{}
+	stopped         chan struct{}
+	exitReasons     []string
 }
 
 func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
@@ -367,7 +366,6 @@ func (k *kubelet) start() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.cur, k.all = o, append(k.all, o)
-	k.lastStartedAfter = time.Now()
 }
 
 func (k *kubelet) current() *operator {
@@ -770,10 +768,6 @@ func sameName(l *lesson, rng *rand.Rand, times int) result {
 		}
 	}
 	l.converge(ns, untouched, last, &r)
-	var dep appsv1.Deployment
-	if err := l.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "promo-0"}, &dep); err != nil {
-		l.t.Fatal(err)
-	}
 	r.notes = fmt.Sprintf("%d UIDs; the children are controlled by the last one (checked)", len(slices.Compact(uids)))
 	k.stop()
 	return r
