@@ -308,7 +308,7 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.leaseDuration, "leader-elect-lease-duration", 30*time.Second, "How long a standby waits, after the leader's last renewal, before taking the Lease over.")
 	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
 	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
-	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once; BENCHMARKS.md measured 1, 4 and 16.")
+	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once; BENCHMARKS.md measured 1, 4, 16 and 32.")
 	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
 	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
 	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")

@@ -262,7 +262,7 @@ func (l *lesson) timeRecreation() time.Duration {
 		l.t.Fatal(err)
 	}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	took := recreationTime(l.t, c, &appsv1.DeploymentList{}, dep)
+	took := recreationTime(l.t, c, &appsv1.DeploymentList{}, dep, nil)
 	l.logf("deployment.apps/%s deleted and back", name)
 	return took
 }
