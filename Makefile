@@ -66,7 +66,7 @@ test: vet k8s-binaries ## Run every test: unit, integration against a real API s
 e2e: k8s-binaries ## The lesson's walk-through, Steps 1 to 9, the production tests and short chaos and benchmark runs, on a cluster of their own.
 	$(GO) test -count=1 -timeout 20m -v ./e2e/
 
-bench: k8s-binaries ## Benchmarks at full scale (about 30 minutes); prints a Markdown table, also in bench-results.md.
+bench: k8s-binaries ## Benchmarks at full scale (about 50 minutes); prints a Markdown table, also in bench-results.md.
 	BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
 
 chaos: k8s-binaries ## The chaos suite at full scale (about 15 minutes); prints a Markdown table, also in chaos-results.md.
