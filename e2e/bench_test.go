@@ -117,19 +117,8 @@ func (b *bench) recovery() {
 			b.t.Fatal(err)
 		}
 	}
-	kinds := []struct {
-		name string
-		list client.ObjectList
-		obj  client.Object
-	}{
-		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
-		{"ConfigMap", &corev1.ConfigMapList{}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0-html"}}},
-		{"Service", &corev1.ServiceList{}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
-	}
+	kinds := b.firstChildren(ns)
 	for _, kind := range kinds {
-		if err := b.c.Get(ctx, client.ObjectKeyFromObject(kind.obj), kind.obj); err != nil {
-			b.t.Fatal(err)
-		}
 		if err := b.c.Create(ctx, src.copyFor(kind.obj, base)); err != nil {
 			b.t.Fatal(err)
 		}
@@ -199,6 +188,29 @@ func recreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, ob
 	}
 	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), timeout)
 	return 0
+}
+
+// child is one of a Promocion's children, with the list type a watch of it needs.
+type child struct {
+	name string // its kind
+	list client.ObjectList
+	obj  client.Object
+}
+
+// firstChildren reads the ConfigMap, Deployment and Service that the operator
+// made for promo-0 in ns, in the order it makes them.
+func (b *bench) firstChildren(ns string) []child {
+	children := []child{
+		{"ConfigMap", &corev1.ConfigMapList{}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0-html"}}},
+		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
+		{"Service", &corev1.ServiceList{}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
+	}
+	for _, c := range children {
+		if err := b.c.Get(context.Background(), client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	return children
 }
 
 // ----- 2. convergence -----
@@ -297,20 +309,19 @@ func (b *bench) makeTemplate() {
 	o.stop(b.t)
 	ctx := context.Background()
 	p := promocion(ns, 0, 0)
-	cm, dep, svc := &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}
 	var evs eventsv1.EventList
 	for _, err := range []error{
 		b.c.Get(ctx, client.ObjectKeyFromObject(p), p),
-		b.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "promo-0-html"}, cm),
-		b.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "promo-0"}, dep),
-		b.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "promo-0"}, svc),
 		b.c.List(ctx, &evs, client.InNamespace(ns)),
 	} {
 		if err != nil {
 			b.t.Fatal(err)
 		}
 	}
-	b.template = &template{promo: p, objects: []client.Object{cm, dep, svc}}
+	b.template = &template{promo: p}
+	for _, kind := range b.firstChildren(ns) {
+		b.template.objects = append(b.template.objects, kind.obj)
+	}
 	for i := range evs.Items {
 		if e := &evs.Items[i]; e.Regarding.UID == p.GetUID() && e.Reason == "Created" {
 			b.template.objects = append(b.template.objects, e)
@@ -363,7 +374,14 @@ func (b *bench) waitConverged(ns string, n int) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	converged := map[string]bool{}
+	converged := map[string]bool{} // the names of those converged
+	track := func(p *unstructured.Unstructured, deleted bool) {
+		if !deleted && promocionConverged(p) {
+			converged[p.GetName()] = true
+		} else {
+			delete(converged, p.GetName())
+		}
+	}
 	for {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("tienda.example.com/v1")
@@ -373,14 +391,14 @@ func (b *bench) waitConverged(ns string, n int) {
 		}
 		clear(converged)
 		for i := range list.Items {
-			converged[list.Items[i].GetName()] = promocionConverged(&list.Items[i])
+			track(&list.Items[i], false)
 		}
 		w, err := b.c.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
 			b.t.Fatal(err)
 		}
 		for {
-			if done := countTrue(converged); done == n {
+			if len(converged) == n {
 				w.Stop()
 				return
 			}
@@ -389,12 +407,12 @@ func (b *bench) waitConverged(ns string, n int) {
 				break // closed or expired: list again
 			}
 			if p, ok := ev.Object.(*unstructured.Unstructured); ok {
-				converged[p.GetName()] = ev.Type != watch.Deleted && promocionConverged(p)
+				track(p, ev.Type == watch.Deleted)
 			}
 		}
 		w.Stop()
 		if ctx.Err() != nil {
-			b.t.Fatalf("%d of %d Promociones converged in %s", countTrue(converged), n, ns)
+			b.t.Fatalf("%d of %d Promociones converged in %s", len(converged), n, ns)
 		}
 	}
 }
@@ -410,16 +428,6 @@ func promocionConverged(p *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-func countTrue(m map[string]bool) int {
-	n := 0
-	for _, v := range m {
-		if v {
-			n++
-		}
-	}
-	return n
 }
 
 // checkChildren checks that ns holds exactly n of each child.
