@@ -1,0 +1,35 @@
+# Sourced by the scripts that build binaries from the Go module proxy: one
+# cache folder outside the checkout, shared by every clone on the machine, one
+# build at a time per folder, and progress on stderr.
+#
+# OPERADOR_CACHE moves the cache (default ~/.cache/operador-promociones).
+
+tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/tools
+cache=${OPERADOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operador-promociones}
+
+version() { # module path, tools module -> the version that module pins
+	(cd "$tools/$2" && go list -m -f '{{.Version}}' "$1")
+}
+
+# open_cache NAME: make $dir the cache folder NAME and hold its lock until the
+# script exits; a second caller waits, then finds the binaries.
+open_cache() {
+	dir=$cache/bin/$1
+	mkdir -p "$dir"
+	exec 9>"$dir/.lock"
+	flock 9
+}
+
+# build MODULE PACKAGE NAME [go build flags...]: build PACKAGE with the tools
+# module MODULE into $dir/NAME, unless it is there. CGO_ENABLED defaults to 0.
+build() {
+	local module=$1 pkg=$2 name=$3
+	shift 3
+	[ -x "$dir/$name" ] && return 0
+	echo "building $name into $dir (the first build takes minutes; later runs reuse it)" >&2
+	# A temporary name, then a rename: an interrupted build never leaves a
+	# half-written binary that a later run would trust.
+	(cd "$tools/$module" && CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath "$@" -o "$dir/.$name.tmp" "$pkg") ||
+		{ echo "building $name failed" >&2; return 1; }
+	mv "$dir/.$name.tmp" "$dir/$name"
+}
