@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -240,6 +241,20 @@ func TestComputeStatusIsStable(t *testing.T) {
 		if !equality.Semantic.DeepEqual(p.Status, again) {
 			t.Errorf("%s: status changed with nothing else changing:\n%+v\n%+v", name, p.Status, again)
 		}
+	}
+}
+
+// kubectl get promociones prints LISTAS from status.readyReplicas: at 0 ready
+// it must say 0, so the 0 must be in the JSON.
+func TestStatusSaysZeroReady(t *testing.T) {
+	p := promocion("rebajas-verano", "hola", new(int32(3)))
+	none := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: new(int32(3))}, Status: appsv1.DeploymentStatus{Replicas: 3}}
+	b, err := json.Marshal(computeStatus(p, none, nil, metav1.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"readyReplicas":0`) {
+		t.Errorf("the status leaves out readyReplicas at 0: %s", b)
 	}
 }
 

@@ -383,8 +383,8 @@ func TestValidation(t *testing.T) {
 			if got.Spec.Banner != tc.spec["banner"] {
 				t.Errorf("banner stored as %q", got.Spec.Banner)
 			}
-			if _, said := tc.spec["replicas"]; !said && got.Spec.Replicas != nil {
-				t.Errorf("replicas not said, but stored as %d: a schema default would hide that", *got.Spec.Replicas)
+			if _, said := tc.spec["replicas"]; !said && (got.Spec.Replicas == nil || *got.Spec.Replicas != DefaultReplicas) {
+				t.Errorf("replicas not said, and stored as %v: want the schema's default, %d", got.Spec.Replicas, DefaultReplicas)
 			}
 		})
 	}

@@ -47,7 +47,8 @@ const (
 type PromocionSpec struct {
 	// Banner is the text shown on the page.
 	Banner string `json:"banner"`
-	// Replicas is a pointer so that "0" and "not said" differ; nil means DefaultReplicas.
+	// Replicas is a pointer so that "0" and "not said" differ. The CRD's schema
+	// defaults it to DefaultReplicas, as a Deployment's; nil still means that.
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
@@ -55,7 +56,8 @@ type PromocionStatus struct {
 	// Replicas and Selector serve the scale subresource.
 	Replicas           int32              `json:"replicas,omitempty"`
 	Selector           string             `json:"selector,omitempty"`
-	ReadyReplicas      int32              `json:"readyReplicas,omitempty"`
+	// No omitempty: 0 ready is news, and kubectl get shows LISTAS 0, not nothing.
+	ReadyReplicas      int32              `json:"readyReplicas"`
 	Fase               string             `json:"fase,omitempty"`
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
