@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# A real Kubernetes control plane on this machine, without Docker and without
-# download sites: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# and kwok playing the kubelet on fake nodes (node-01, node-02) so that Pods
-# become Running and Ready. Nothing runs a container.
+# A real Kubernetes cluster on this machine, without Docker and without
+# download sites: etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
+# a real node, node-real (containerd, runc, the kubelet and kube-proxy, in
+# namespaces of its own: hack/node.sh), where Pods run real processes; and kwok
+# playing the kubelet on two fake nodes, node-01 and node-02, where Pods are
+# Running and Ready on paper, by the thousand.
+#
+# Pods go to node-real, unless their namespace is annotated
+# scheduler.alpha.kubernetes.io/node-selector=type=kwok (the PodNodeSelector
+# admission plugin): the tests that need hundreds of Pods put them on kwok.
 #
 #   hack/cluster.sh up      start it in the background (idempotent)
 #   hack/cluster.sh down    stop exactly the processes it started, remove its state
 #   hack/cluster.sh status  say whether it runs
+#   hack/cluster.sh load TARBALL...  import images into node-real's containerd
+#   hack/cluster.sh node CMD...      run CMD on node-real, as after ssh to a node:
+#                           curl a ClusterIP, ctr containers ls, iptables-save
 #   hack/cluster.sh stop etcd|kube-apiserver, start etcd|kube-apiserver
 #                           kill one component and start it again (outages, for the chaos suite)
 #
 # CLUSTER_DIR (default .cluster) holds the state: kubeconfig, logs/, pids/, etcd
-# data and certificates. CLUSTER_PORT (default 16443) is the API server's port;
-# etcd takes the next two. Two clusters with different CLUSTER_DIR and
-# CLUSTER_PORT can run side by side.
+# data, certificates and the node's files. CLUSTER_PORT (default 16443) is the
+# API server's port; etcd takes the next two. Two clusters with different
+# CLUSTER_DIR and CLUSTER_PORT can run side by side. CLUSTER_NODE=none leaves
+# out the real node (it needs root and cgroup v1): then every Pod is kwok's.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,9 +34,14 @@ api_port=${CLUSTER_PORT:-16443}
 etcd_port=$((api_port + 1))
 peer_port=$((api_port + 2))
 kubeconfig=$dir/kubeconfig
+real_node=${CLUSTER_NODE:-real}
+case $real_node in real | none) ;; *) echo "CLUSTER_NODE is real or none, not $real_node" >&2; exit 2 ;; esac
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 say() { echo "cluster: $*" >&2; }
+
+source "$root/hack/node.sh"
+if [ "$real_node" = real ]; then components+=(forward containerd kubelet kube-proxy); fi
 
 # pid_of NAME: the recorded pid, if that process is still the binary we started.
 pid_of() {
@@ -51,6 +66,9 @@ stop_all() {
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
+	# The node last: until the API server is gone, it may still call the node,
+	# whose address must exist until then (a packet to it must not leave the machine).
+	node_down
 	rm -rf "$dir/pids"
 }
 
@@ -63,12 +81,12 @@ fail() {
 	exit 1
 }
 
-start() { # NAME ARGS...: run the binary in the background, recording its pid
+start() { # NAME COMMAND...: run COMMAND in the background, logging to logs/NAME.log, its pid in pids/NAME
 	local name=$1
 	shift
 	# A session of its own: Ctrl+C on `make dev`, or a closed terminal, must not
 	# reach the cluster. (No job control here, so setsid execs in place: $! is the binary.)
-	setsid "$bin/$name" "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$dir/pids/$name"
 }
 
@@ -92,43 +110,54 @@ port_free() { # NAME PORT
 
 certificates() {
 	local p=$dir/pki
-	[ -f "$p/admin.crt" ] && return 0
+	# Written last: a run interrupted while making them starts over.
+	[ -f "$p/complete" ] && return 0
+	rm -rf "$p"
 	mkdir -p "$p"
 	(
 		cd "$p"
+		umask 077
 		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=operador-promociones-ca" \
 			-keyout ca.key -out ca.crt
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout apiserver.key -out apiserver.csr
 		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out apiserver.crt \
-			-extfile <(echo "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes.default.svc")
-		# The admin is in system:masters, which RBAC lets do anything.
+			-extfile <(echo "subjectAltName=IP:127.0.0.1,IP:$host_ip,IP:10.96.0.1,DNS:localhost,DNS:kubernetes.default.svc")
+		# The admin is in system:masters, which RBAC lets do anything; so is the
+		# API server when it calls the kubelet (logs, exec, port-forward).
 		openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=admin" -keyout admin.key -out admin.csr
 		openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out admin.crt
+		openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
+			-keyout apiserver-kubelet-client.key -out apiserver-kubelet-client.csr
+		openssl x509 -req -in apiserver-kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+			-out apiserver-kubelet-client.crt
 		openssl genrsa -out sa.key 2048
 		openssl rsa -in sa.key -pubout -out sa.pub
+		touch complete
 	) >"$dir/logs/pki.log" 2>&1 || { say "making certificates failed, see $dir/logs/pki.log"; exit 1; }
 }
 
-write_kubeconfig() {
-	local p=$dir/pki
-	cat >"$kubeconfig" <<EOF
+write_kubeconfig() { # PATH CERTIFICATE (without .crt/.key) [ADDRESS]: a kubeconfig for that identity
+	(
+		umask 077
+		cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: local
   cluster:
-    server: https://127.0.0.1:$api_port
-    certificate-authority-data: $(base64 -w0 "$p/ca.crt")
+    server: https://${3:-127.0.0.1}:$api_port
+    certificate-authority-data: $(base64 -w0 "$dir/pki/ca.crt")
 users:
-- name: admin
+- name: user
   user:
-    client-certificate-data: $(base64 -w0 "$p/admin.crt")
-    client-key-data: $(base64 -w0 "$p/admin.key")
+    client-certificate-data: $(base64 -w0 "$2.crt")
+    client-key-data: $(base64 -w0 "$2.key")
 contexts:
 - name: local
-  context: {cluster: local, user: admin, namespace: default}
+  context: {cluster: local, user: user, namespace: default}
 current-context: local
 EOF
+	)
 }
 
 nodes() {
@@ -152,7 +181,7 @@ EOF
 
 start_etcd() {
 	say "starting etcd"
-	start etcd --name default --data-dir "$dir/etcd" \
+	start etcd "$bin/etcd" --name default --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
 		--initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync
@@ -160,7 +189,7 @@ start_etcd() {
 }
 
 start_kube_apiserver() {
-	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
+	local p=$dir/pki kc=(--kubeconfig "$kubeconfig") node_flags=()
 	# Every write, who made it and its answer, one JSON line each: the chaos
 	# suite proves with it that a deposed leader wrote nothing.
 	cat >"$dir/audit-policy.yaml" <<EOF
@@ -172,17 +201,38 @@ rules:
   verbs: [create, update, patch, delete, deletecollection]
 - level: None
 EOF
+	if [ "$real_node" = real ]; then
+		# Pods go to node-real unless their namespace says type=kwok.
+		cat >"$dir/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodNodeSelector
+  configuration:
+    podNodeSelectorPluginConfig:
+      clusterDefaultNodeSelector: type=real
+EOF
+		# The kubernetes Service leads to the node's way in (forward), for Pods
+		# that call the API server (the operator's); the API server calls the
+		# kubelet for logs and port-forward.
+		node_flags=(--advertise-address "$host_ip" --admission-control-config-file "$dir/admission.yaml"
+			--enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity,PodNodeSelector
+			--kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key"
+			--kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP)
+	else
+		# 127.0.0.1 cannot be an endpoint of the kubernetes Service; no Pod calls it anyway.
+		node_flags=(--advertise-address 127.0.0.1 --enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity
+			--endpoint-reconciler-type none)
+	fi
 	say "starting kube-apiserver"
-	start kube-apiserver --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
+	start kube-apiserver "$bin/kube-apiserver" --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
 		--audit-log-maxsize 500 --etcd-servers "http://127.0.0.1:$etcd_port" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+		--bind-address 127.0.0.1 --secure-port "$api_port" \
 		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
-		--authorization-mode Node,RBAC \
-		--enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity \
+		--authorization-mode Node,RBAC "${node_flags[@]}" \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-		--service-cluster-ip-range 10.96.0.0/16 --allow-privileged=false \
-		--endpoint-reconciler-type none
+		--service-cluster-ip-range 10.96.0.0/16 --allow-privileged=false
 	wait_for kube-apiserver 90 "$bin/kubectl" "${kc[@]}" get --raw /readyz
 }
 
@@ -211,31 +261,42 @@ up() {
 		return 0
 	fi
 	stop_all # whatever is left of a cluster that is not healthy
-	rm -rf "$dir/etcd" "$dir/logs"
+	rm -rf "$dir/etcd" "$dir/logs" "$node_dir"
 	mkdir -p "$dir/logs" "$dir/pids"
 	port_free kube-apiserver "$api_port"
 	port_free etcd "$etcd_port"
 	port_free etcd "$peer_port"
+	if [ "$real_node" = real ]; then
+		node_check
+		node_bin=$("$root/hack/node-binaries.sh")
+		node_net_up
+	fi
 	certificates
-	write_kubeconfig
+	write_kubeconfig "$kubeconfig" "$dir/pki/admin"
 	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
 	start_etcd
 	start_kube_apiserver
+	if [ "$real_node" = real ]; then
+		start forward "$node_dir/forward" "$host_ip:$api_port" "127.0.0.1:$api_port"
+	fi
 	say "starting kube-controller-manager, kube-scheduler and kwok"
-	start kube-controller-manager "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
+	start kube-controller-manager "$bin/kube-controller-manager" "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
 		--leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000 \
 		--concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 50
-	start kube-scheduler "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
+	start kube-scheduler "$bin/kube-scheduler" "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--leader-elect=false --secure-port 0
 	"$bin/kubectl" kustomize "$kwok_dir/kustomize/stage/fast" >"$dir/kwok-stages.yaml"
-	start kwok "${kc[@]}" --manage-all-nodes=true --config "$dir/kwok-stages.yaml" \
+	# kwok plays the kubelet only on the nodes annotated as its own, never on node-real.
+	start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+		--config "$dir/kwok-stages.yaml" \
 		--cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
 	nodes | "$bin/kubectl" "${kc[@]}" apply -f - >"$dir/logs/nodes.log" 2>&1 || fail kube-apiserver "creating the nodes (see $dir/logs/nodes.log)"
 	wait_for kwok 60 "$bin/kubectl" "${kc[@]}" wait --for=condition=Ready node/node-01 node/node-02 --timeout=1s
 	# The default ServiceAccount appears once the controller-manager runs; Pods need it.
 	wait_for kube-controller-manager 60 "$bin/kubectl" "${kc[@]}" get serviceaccount default -n default
 	pid_of kube-scheduler >/dev/null || fail kube-scheduler "the process exited"
+	if [ "$real_node" = real ]; then node_up; fi
 
 	say "running; logs in $dir/logs/"
 	echo "export KUBECONFIG=$kubeconfig"
@@ -254,6 +315,19 @@ up)
 	up
 	;;
 down) down ;;
+load)
+	shift
+	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "no real node runs: hack/cluster.sh up"; exit 1; }
+	node_bin=$("$root/hack/node-binaries.sh")
+	node_load "$@"
+	say "loaded into $node_name: $*"
+	;;
+node)
+	shift
+	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "no real node runs: hack/cluster.sh up"; exit 1; }
+	node_bin=$("$root/hack/node-binaries.sh")
+	CONTAINERD_ADDRESS=$node_dir/containerd.sock CONTAINERD_NAMESPACE=k8s.io PATH=$node_bin:$PATH in_node "$@"
+	;;
 stop) stop_one "${2:?usage: $0 stop etcd|kube-apiserver}" ;;
 start)
 	bin=$("$root/hack/k8s-binaries.sh")
@@ -264,7 +338,7 @@ status)
 	if running; then say "running; export KUBECONFIG=$kubeconfig"; else say "not running"; exit 1; fi
 	;;
 *)
-	echo "usage: $0 up|down|status|stop NAME|start NAME" >&2
+	echo "usage: $0 up|down|status|load TARBALL...|node CMD...|stop NAME|start NAME" >&2
 	exit 2
 	;;
 esac
