@@ -16,7 +16,7 @@ func TestLesson(t *testing.T) {
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 
 	l.step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
-	l.running = l.startOperator("admin", l.kubeconfig,
+	l.running = l.startOperator("admin", l.kubeconfig, "--web-image="+webImage,
 		"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=127.0.0.1:18081")
 	l.eventually("the operator starts its watches", func() error {
 		return l.running.logHas(
@@ -72,14 +72,14 @@ func TestLesson(t *testing.T) {
 		return nil
 	})
 
-	l.step("4", "the image: no Docker engine here; dockerfile_test.go builds the Dockerfile's binary and checks it is static")
+	l.step("4", "inside the cluster: TestLessonInCluster runs the operator's image as Pods; here the binary goes on as its ServiceAccount")
 	l.running.stop(t)
 
 	l.step("5", "the operator as its ServiceAccount, without RBAC")
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"))
 	saConfig := l.serviceAccountKubeconfig("operador-promociones")
 	l.kubectl("delete", "service", name) // work for it to do, once it may
-	l.running = l.startOperator("serviceaccount", saConfig)
+	l.running = l.startOperator("serviceaccount", saConfig, "--web-image="+webImage)
 	l.eventually("the API server refuses the operator", func() error {
 		return l.running.logHas(`promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(sa) + `\\" cannot list`)
 	})
@@ -112,8 +112,6 @@ func TestLesson(t *testing.T) {
 		l.logf("kubectl auth can-i %s: %s", strings.Join(c.args, " "), out)
 	}
 	l.kubectl("apply", "-k", filepath.Join(l.root, "manifiestos"), "--dry-run=server") // the Kustomization holds the same files
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "deploy.yaml"))
-	l.kubectl("delete", "-f", filepath.Join(l.root, "manifiestos", "deploy.yaml")) // the binary plays it here: kwok runs no container
 
 	l.step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
 	uids := l.uids()

@@ -1,8 +1,9 @@
-// Package e2e walks through the lesson, Steps 1 to 9, on a real control plane
+// Package e2e walks through the lesson, Steps 1 to 9, on a real cluster
 // (hack/cluster.sh: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, kwok), with the real operator binary and kubectl, and checks
-// what the lesson tells the learner to look at. Run it with `make e2e`; -v
-// shows each step as it happens.
+// kube-scheduler, a real node running containerd and the kubelet, and kwok's
+// fake nodes), with the real operator binary, its image, and kubectl, and
+// checks what the lesson tells the learner to look at. Run it with `make e2e`;
+// -v shows each step as it happens.
 package e2e
 
 import (
@@ -56,6 +57,9 @@ type lesson struct {
 var env struct {
 	root, kubectlBin, kubeconfig, operator string
 	clusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
+	// realNode: the cluster has node-real, where the Pods of namespaces not
+	// marked for kwok run for real (CLUSTER_NODE=none leaves it out).
+	realNode bool
 }
 
 // clusterSh runs hack/cluster.sh on the tests' cluster.
@@ -64,6 +68,9 @@ func clusterSh(args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+env.clusterDir, "CLUSTER_PORT=17443")
 	return cmd
 }
+
+// webImage is the local stand-in for the default web image, on node-real.
+const webImage = "localhost/nginx-unprivileged:debian"
 
 func TestMain(m *testing.M) {
 	code, err := runE2E(m)
@@ -106,11 +113,33 @@ func runE2E(m *testing.M) (int, error) {
 		return 1, err
 	}
 
-	env.clusterDir = filepath.Join(tmp, "cluster")
-	start := time.Now()
-	defer run(clusterSh("down"))
-	if _, err := run(clusterSh("up")); err != nil {
+	// One folder and one port for every run: a run killed before its cleanup
+	// (kill -9, a timeout's panic) is taken down here, not left to break this one.
+	env.clusterDir = filepath.Join(os.TempDir(), "operador-e2e-cluster")
+	env.realNode = os.Getenv("CLUSTER_NODE") != "none"
+	if _, err := run(clusterSh("down")); err != nil {
 		return 1, err
+	}
+	before := machineState()
+	// Once, whether the tests end or the run is interrupted, and the other waits.
+	var once sync.Once
+	var downErr error
+	down := func() error {
+		once.Do(func() {
+			if _, downErr = run(clusterSh("down")); downErr != nil {
+				return
+			}
+			if diff := before.diff(machineState()); diff != "" {
+				downErr = fmt.Errorf("hack/cluster.sh down left the machine changed:\n%s", diff)
+			}
+		})
+		return downErr
+	}
+	stopWatching := cleanUpWhenInterrupted(down)
+	defer stopWatching()
+	start := time.Now()
+	if _, err := run(clusterSh("up")); err != nil {
+		return 1, errors.Join(err, down())
 	}
 	env.kubeconfig = filepath.Join(env.clusterDir, "kubeconfig")
 	fmt.Printf("cluster up in %s\n", time.Since(start).Round(time.Millisecond))
@@ -124,7 +153,8 @@ func runE2E(m *testing.M) (int, error) {
 			return 1, err
 		}
 	}
-	return m.Run(), nil
+	code := m.Run()
+	return code, down()
 }
 
 // newLesson gives a test the shared cluster, a folder for its logs, and a dump
@@ -338,6 +368,7 @@ func (l *lesson) dumpOnFailure() {
 	for _, args := range [][]string{
 		{"get", "all,cm,promociones", "-o", "wide"},
 		{"get", "events", "--sort-by=.lastTimestamp"},
+		{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
 	} {
 		out, err := l.tryKubectl(args...)
 		l.t.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
@@ -499,8 +530,11 @@ func runCombined(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// namespace creates a namespace whose Pods go to kwok's nodes: the tests that
+// make hundreds of them, or that need no process behind them, use it.
 func (l *lesson) namespace(name string) string {
 	l.kubectl("create", "namespace", name)
+	l.kubectl("annotate", "namespace", name, "scheduler.alpha.kubernetes.io/node-selector=type=kwok")
 	return name
 }
 

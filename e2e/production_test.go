@@ -16,7 +16,7 @@ import (
 // once) or dies (SIGKILL: once the Lease expires).
 func TestLeaderElection(t *testing.T) {
 	l := newLesson(t)
-	l.kubectl("create", "namespace", "lider")
+	l.namespace("lider")
 	const lease = 6 * time.Second
 	args := []string{"--leader-elect", "--leader-election-namespace=lider", "--namespace=lider",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
@@ -67,7 +67,7 @@ func TestLeaderElection(t *testing.T) {
 // logged as an error, the process exits 0, and a new process converges the rest.
 func TestCleanShutdown(t *testing.T) {
 	l := newLesson(t)
-	l.kubectl("create", "namespace", "apagado")
+	l.namespace("apagado")
 	o := l.startOperator("first", l.kubeconfig, "--namespace=apagado")
 	l.waitForLog(o, "the operator is ready", `Starting workers`)
 	l.applyPromociones("apagado", 40, 1)
@@ -89,7 +89,7 @@ func TestCleanShutdown(t *testing.T) {
 func TestPodSecurityRestricted(t *testing.T) {
 	l := newLesson(t)
 	const ns = "restringido"
-	l.kubectl("create", "namespace", ns)
+	l.namespace(ns)
 	l.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
 	// The namespace really enforces it: a pod with no security context is refused.
 	if out, err := l.tryKubectl("run", "sin-restricciones", "-n", ns, "--image=nginx"); err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
