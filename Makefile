@@ -1,13 +1,16 @@
 # operador-promociones. `make help` lists the targets.
 
 IMG ?= registry.iximiuz.com/tienda/operador-promociones:v1
+# make image builds these; make dev only this machine's.
+PLATFORMS ?= linux/amd64,linux/arm64
 GO ?= go
 # kubectl on your PATH; `make cluster` and `make dev` use the one they built, bin/kubectl.
 KUBECTL ?= kubectl
 CLUSTER_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
+LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run install uninstall deploy undeploy docker-build docker-push fmt vet test e2e bench chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall deploy undeploy image docker-build docker-push fmt vet deps test e2e bench chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,7 +33,12 @@ deploy: ## Apply manifiestos/: CRD, ServiceAccount, RBAC and the operator's Depl
 undeploy: ## Delete what deploy applied.
 	$(KUBECTL) delete --ignore-not-found -f manifiestos/
 
-docker-build: ## Build the image IMG (needs a Docker engine).
+image: ## Build the image IMG without Docker, for PLATFORMS, into bin/operador-promociones.tar (docker load, podman load, ctr import, crane push).
+	@mkdir -p bin
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) -C hack/image run . operator -repo $(CURDIR) \
+		-tag $(IMG) -platforms $(PLATFORMS) -revision $$(git rev-parse HEAD) -o $(CURDIR)/bin/operador-promociones.tar
+
+docker-build: ## Build the image IMG with a Docker engine, from the Dockerfile.
 	docker build -t $(IMG) .
 
 docker-push: ## Push the image IMG to its registry.
@@ -42,32 +50,50 @@ fmt: ## Format the Go code.
 vet: ## Run go vet, and check that the code is formatted.
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "not formatted, run make fmt: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) -C hack/image vet ./...
 
-k8s-binaries: ## Build etcd and the Kubernetes binaries (once; cached outside the checkout), and link bin/kubectl.
-	@mkdir -p bin && ln -sf "$$(hack/k8s-binaries.sh)/kubectl" bin/kubectl
+deps: ## Install the Debian packages that the real node and the tests need (iptables, chromium, podman...), if missing.
+	@hack/debian-packages.sh node test
 
-cluster: k8s-binaries ## Start a local control plane with kwok nodes in the background (.cluster/).
+k8s-binaries: ## Build etcd, the Kubernetes binaries and the node's (once; cached outside the checkout), and link bin/kubectl.
+	@mkdir -p bin
+	@dir=$$(hack/k8s-binaries.sh) && ln -sf "$$dir/kubectl" bin/kubectl
+	@hack/debian-packages.sh node && hack/node-binaries.sh >/dev/null
+
+cluster: k8s-binaries ## Start the local cluster in the background (.cluster/): control plane, node-real, and kwok's nodes.
 	@hack/cluster.sh up
 
 cluster-down: ## Stop the local cluster and remove its state.
 	@hack/cluster.sh down
 
-dev: cluster ## The lesson on the local cluster: CRD, rebajas-verano, and the operator in the foreground.
-	bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG) apply -f manifiestos/crd.yaml
-	bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG) wait --for=condition=Established --timeout=60s crd/promociones.tienda.example.com
-	bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG) apply -f manifiestos/ejemplos/rebajas-verano.yaml
-	@echo "In another terminal: export KUBECONFIG=$(CLUSTER_KUBECONFIG); bin/kubectl get promociones"
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) run .
+dev: cluster ## The lesson for real on the local cluster: the operator's image as Pods, rebajas-verano's pods serving the page.
+	$(MAKE) image IMG=localhost/operador-promociones:dev PLATFORMS=linux/$$($(GO) env GOARCH)
+	hack/cluster.sh load bin/operador-promociones.tar
+	@# Pods already running an older image of the same tag are replaced.
+	@running=$$($(LOCAL_KUBECTL) get deployment operador-promociones -o name --ignore-not-found); \
+		$(LOCAL_KUBECTL) apply -k hack/local && \
+		if [ -n "$$running" ]; then $(LOCAL_KUBECTL) rollout restart deployment/operador-promociones; fi
+	$(LOCAL_KUBECTL) rollout status deployment/operador-promociones --timeout=180s
+	$(LOCAL_KUBECTL) apply -f manifiestos/ejemplos/rebajas-verano.yaml
+	$(LOCAL_KUBECTL) wait --for=condition=Ready promocion/rebajas-verano --timeout=180s
+	$(LOCAL_KUBECTL) get promociones,pods -o wide
+	@echo "The page, through the Service's ClusterIP, from node-real:"
+	@hack/cluster.sh node curl -sS "http://$$($(LOCAL_KUBECTL) get service rebajas-verano -o jsonpath='{.spec.clusterIP}')/"
+	@echo
+	@echo "export KUBECONFIG=$(CLUSTER_KUBECONFIG)"
+	@echo "kubectl logs -l app=operador-promociones -f              # the operator"
+	@echo "kubectl port-forward svc/rebajas-verano 8080:80          # then open http://localhost:8080"
 
-test: vet k8s-binaries ## Run every test: unit, integration against a real API server, and the lesson end to end.
+test: vet deps k8s-binaries ## Run every test: unit, the image, integration against a real API server, and the lesson end to end.
+	$(GO) -C hack/image test -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
 
-e2e: k8s-binaries ## The lesson's walk-through, Steps 1 to 9, the production tests and short chaos and benchmark runs, on a cluster of their own.
-	$(GO) test -count=1 -timeout 20m -v ./e2e/
+e2e: deps k8s-binaries ## The lesson, Steps 1 to 9, out of and in the cluster, the production tests and short chaos and benchmark runs, on a cluster of their own.
+	$(GO) test -count=1 -timeout 30m -v ./e2e/
 
 bench: k8s-binaries ## Benchmarks at full scale (about 50 minutes); prints a Markdown table, also in bench-results.md.
-	BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
+	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
 
 chaos: k8s-binaries ## The chaos suite at full scale (about 15 minutes); prints a Markdown table, also in chaos-results.md.
-	CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/chaos-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/
+	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/chaos-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/
