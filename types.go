@@ -54,8 +54,8 @@ type PromocionSpec struct {
 
 type PromocionStatus struct {
 	// Replicas and Selector serve the scale subresource.
-	Replicas           int32              `json:"replicas,omitempty"`
-	Selector           string             `json:"selector,omitempty"`
+	Replicas int32  `json:"replicas,omitempty"`
+	Selector string `json:"selector,omitempty"`
 	// No omitempty: 0 ready is news, and kubectl get shows LISTAS 0, not nothing.
 	ReadyReplicas      int32              `json:"readyReplicas"`
 	Fase               string             `json:"fase,omitempty"`
