@@ -263,11 +263,41 @@ func explainApplyError(err error) (reason, msg string) {
 	return "ApplyFailed", "could not apply the children: " + err.Error()
 }
 
-// namespaceTerminating tells whether err holds the API server's refusal to
+// namespaceTerminating tells whether err is the API server's refusal to
 // create anything in a namespace that is being deleted.
 func namespaceTerminating(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && apierrors.HasStatusCause(status.(error), corev1.NamespaceTerminatingCause)
+}
+
+// onlyConflicts tells whether err holds conflicts and nothing else. errors.As,
+// and so apierrors.IsConflict, looks at the first error of a join only: a
+// conflict on one child would hide a refusal on another.
+func onlyConflicts(err error) bool {
+	return err != nil && every(err, apierrors.IsConflict)
+}
+
+// every tells whether each error joined in err (errors.Join, or wrapped with
+// %w around a join) satisfies is; some, whether one does.
+func every(err error, is func(error) bool) bool {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if !every(inner, is) {
+				return false
+			}
+		}
+		return true
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return every(inner, is)
+		}
+	}
+	return is(err)
+}
+
+func some(err error, is func(error) bool) bool {
+	return err != nil && !every(err, func(e error) bool { return !is(e) })
 }
 
 // childChange is a child that a reconcile created or updated.

@@ -283,6 +283,7 @@ func TestNamespaceTerminating(t *testing.T) {
 		errors.New("unable to create new content in namespace tienda because it is being terminated"))
 	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes,
 		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"})
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("changed"))
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -290,12 +291,39 @@ func TestNamespaceTerminating(t *testing.T) {
 		{refused, true},
 		{fmt.Errorf("ConfigMap x-html: %w", refused), true},
 		{errors.Join(errors.New("other"), fmt.Errorf("Service x: %w", refused)), true},
+		// errors.As would stop at the conflict, the first status in the join.
+		{errors.Join(fmt.Errorf("ConfigMap x-html: %w", conflict), fmt.Errorf("Service x: %w", refused)), true},
 		{apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("RBAC says no")), false},
-		{apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("changed")), false},
+		{conflict, false},
 		{nil, false},
 	} {
-		if got := namespaceTerminating(tc.err); got != tc.want {
-			t.Errorf("namespaceTerminating(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := some(tc.err, namespaceTerminating); got != tc.want {
+			t.Errorf("some(%v, namespaceTerminating) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// Only a failure made of conflicts alone is the routine kind, requeued quietly.
+func TestOnlyConflicts(t *testing.T) {
+	conflict := func(name string) error {
+		return fmt.Errorf("ConfigMap %s: %w", name, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, errors.New("changed")))
+	}
+	forbidden := fmt.Errorf("Deployment x: %w", apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "x", errors.New("RBAC says no")))
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{conflict("a"), true},
+		{errors.Join(conflict("a"), conflict("b")), true},
+		{fmt.Errorf("status: %w", errors.Join(conflict("a"), nil, conflict("b"))), true},
+		{errors.Join(conflict("a"), forbidden), false}, // apierrors.IsConflict says true here
+		{errors.Join(forbidden, conflict("a")), false},
+		{forbidden, false},
+		{errors.New("boom"), false},
+		{nil, false},
+	} {
+		if got := onlyConflicts(tc.err); got != tc.want {
+			t.Errorf("onlyConflicts(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -11,55 +13,57 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Leader election alone does not stop a deposed leader from writing. A replica
 // frozen past its lease (SIGSTOP, a stalled VM, a long pause) wakes up with
 // reconciles in flight and a queue of watch events, and acts on them before its
-// leader elector notices that another replica leads. The fence closes that gap:
-// a replica writes only while it is sure to hold the Lease, that is for
-// RenewDeadline after it started its last successful renewal. A standby takes
-// the Lease over only LeaseDuration after it saw that renewal, and
-// RenewDeadline is shorter.
+// leader elector notices that another replica leads.
+//
+// The fence closes that gap. A replica writes only while it is sure to hold
+// the Lease: for RenewDeadline after it started its last successful renewal. A
+// standby takes the Lease over only LeaseDuration after it saw that renewal.
+// Every request that would change something leaves through fencedTransport,
+// which refuses it past RenewDeadline and gives it until half-way to
+// LeaseDuration to finish, so that the client has given up on it before a
+// standby can lead. Reads and watches pass. (A request the API server has
+// already begun may still complete on its side: the fence narrows the window
+// to that, it cannot close it.)
 
 // errNotLeader is what a write gets from a replica not sure to lead.
 var errNotLeader = errors.New("not sure to hold the Lease " + operatorName + " any more, so writing nothing")
 
-// leaderFence tells whether this replica may write. A nil fence (no leader
-// election) always may.
+// leaderFence tells whether, and until when, this replica may write. A nil
+// fence (no leader election) always may.
 type leaderFence struct {
 	holdFor time.Duration // RenewDeadline
+	grace   time.Duration // half of LeaseDuration - RenewDeadline: a write's time to finish
 	mu      sync.Mutex
 	until   time.Time // read with the monotonic clock, which runs on while the process is stopped
+}
+
+// deadline is when a write sent now must be done, or errNotLeader.
+func (f *leaderFence) deadline() (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !time.Now().Before(f.until) {
+		return time.Time{}, errNotLeader
+	}
+	return f.until.Add(f.grace), nil
 }
 
 func (f *leaderFence) check() error {
 	if f == nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Now().Before(f.until) {
-		return nil
-	}
-	return errNotLeader
-}
-
-// guard runs write only while the fence allows it.
-func (f *leaderFence) guard(write func() error) error {
-	if err := f.check(); err != nil {
-		return err
-	}
-	return write()
+	_, err := f.deadline()
+	return err
 }
 
 func (f *leaderFence) renewedAt(start time.Time) {
@@ -76,7 +80,52 @@ func (f *leaderFence) revoke() {
 	f.until = time.Time{}
 }
 
-// fencedLock is the Lease lock, telling the fence about every renewal.
+// fence makes every write made with cfg pass f. A nil fence changes nothing.
+func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {
+	if f == nil {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{f, rt} })
+	return cfg
+}
+
+type fencedTransport struct {
+	fence *leaderFence
+	next  http.RoundTripper
+}
+
+func (t fencedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return t.next.RoundTrip(r)
+	}
+	deadline, err := t.fence.deadline()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a request's context once its answer has been read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	defer c.cancel()
+	return c.ReadCloser.Close()
+}
+
+// fencedLock is the Lease lock, telling the fence about every renewal. Its own
+// client is not fenced: renewing is how a replica becomes sure to lead.
 type fencedLock struct {
 	resourcelock.Interface
 	fence    *leaderFence
@@ -149,89 +198,4 @@ func newLeaderLock(cfg *rest.Config, namespace, id string, renewDeadline time.Du
 	}
 	return &fencedLock{Interface: lock, fence: fence, recorder: recorder,
 		lease: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: id}}}, nil
-}
-
-// fencedClient is a client whose writes pass the fence.
-type fencedClient struct {
-	client.Client
-	fence *leaderFence
-}
-
-func (c fencedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return c.fence.guard(func() error { return c.Client.Create(ctx, obj, opts...) })
-}
-
-func (c fencedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.fence.guard(func() error { return c.Client.Update(ctx, obj, opts...) })
-}
-
-func (c fencedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return c.fence.guard(func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
-}
-
-func (c fencedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	return c.fence.guard(func() error { return c.Client.Apply(ctx, obj, opts...) })
-}
-
-func (c fencedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	return c.fence.guard(func() error { return c.Client.Delete(ctx, obj, opts...) })
-}
-
-func (c fencedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	return c.fence.guard(func() error { return c.Client.DeleteAllOf(ctx, obj, opts...) })
-}
-
-func (c fencedClient) Status() client.SubResourceWriter { return c.SubResource("status") }
-
-func (c fencedClient) SubResource(name string) client.SubResourceClient {
-	return fencedSubResource{c.Client.SubResource(name), c.fence}
-}
-
-type fencedSubResource struct {
-	client.SubResourceClient
-	fence *leaderFence
-}
-
-func (s fencedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	return s.fence.guard(func() error { return s.SubResourceClient.Create(ctx, obj, sub, opts...) })
-}
-
-func (s fencedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return s.fence.guard(func() error { return s.SubResourceClient.Update(ctx, obj, opts...) })
-}
-
-func (s fencedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return s.fence.guard(func() error { return s.SubResourceClient.Patch(ctx, obj, patch, opts...) })
-}
-
-func (s fencedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	return s.fence.guard(func() error { return s.SubResourceClient.Apply(ctx, obj, opts...) })
-}
-
-// fencedSink drops the events of a replica not sure to lead: they would be
-// written after another took over.
-type fencedSink struct {
-	events.EventSink
-	fence *leaderFence
-}
-
-func (s fencedSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	if s.fence.check() != nil {
-		return e, nil
-	}
-	return s.EventSink.Create(ctx, e)
-}
-
-func (s fencedSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	if s.fence.check() != nil {
-		return e, nil
-	}
-	return s.EventSink.Update(ctx, e)
-}
-
-func (s fencedSink) Patch(ctx context.Context, old *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
-	if s.fence.check() != nil {
-		return old, nil
-	}
-	return s.EventSink.Patch(ctx, old, data)
 }

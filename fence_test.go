@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +26,14 @@ func TestLeaderFence(t *testing.T) {
 	if err := none.check(); err != nil {
 		t.Errorf("without leader election every write passes, got %v", err)
 	}
-	f := &leaderFence{holdFor: time.Minute}
+	f := &leaderFence{holdFor: time.Minute, grace: time.Second}
 	if f.check() == nil {
 		t.Errorf("a replica that never renewed the Lease may write")
 	}
-	f.renewedAt(time.Now())
-	if err := f.check(); err != nil {
-		t.Errorf("just renewed, got %v", err)
+	renewed := time.Now()
+	f.renewedAt(renewed)
+	if d, err := f.deadline(); err != nil || !d.Equal(renewed.Add(time.Minute+time.Second)) {
+		t.Errorf("just renewed: a write may run until %s (%v), want the renew deadline and the grace after the renewal", d, err)
 	}
 	f.renewedAt(time.Now().Add(-time.Hour)) // an old renewal does not shorten a newer one
 	if err := f.check(); err != nil {
@@ -70,9 +76,10 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 		}
 		return notes
 	}
-	acquire := func(t *testing.T, holdFor time.Duration) (*fencedLock, client.Client) {
-		fence := &leaderFence{holdFor: holdFor}
-		recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), k8sClient.Scheme(), fence)
+	acquire := func(t *testing.T, holdFor time.Duration) (*fencedLock, client.Client, kubernetes.Interface) {
+		fence := &leaderFence{holdFor: holdFor, grace: time.Second}
+		clientset := kubernetes.NewForConfigOrDie(fence.fence(cfg))
+		recorder, stop, err := startEvents(ctx, clientset, k8sClient.Scheme())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,14 +105,18 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 		if got := *lease(t).Spec.HolderIdentity; got != lock.Identity() {
 			t.Fatalf("the Lease names %s, want %s", got, lock.Identity())
 		}
-		return lock, fencedClient{k8sClient, fence}
+		c, err := client.New(fence.fence(cfg), client.Options{Scheme: k8sClient.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lock, c, clientset
 	}
 	configMap := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
 
 	// The leader.
-	lock, c := acquire(t, time.Minute)
+	lock, c, _ := acquire(t, time.Minute)
 	if err := c.Create(ctx, configMap("del-lider")); err != nil {
 		t.Fatalf("the leader could not write: %v", err)
 	}
@@ -118,8 +129,11 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	})
 
 	// A replica that renews, then stalls past its renew deadline.
-	lock, c = acquire(t, time.Nanosecond)
+	lock, c, clientset := acquire(t, time.Nanosecond)
 	holder := *lease(t).Spec.HolderIdentity
+	if err := c.Get(ctx, client.ObjectKeyFromObject(configMap("del-lider")), configMap("x")); err != nil {
+		t.Errorf("a deposed leader cannot read: %v", err)
+	}
 	for name, write := range map[string]func() error{
 		"create":      func() error { return c.Create(ctx, configMap("del-depuesto")) },
 		"update":      func() error { return c.Update(ctx, configMap("del-lider")) },
@@ -127,12 +141,15 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 		"status":      func() error { return c.Status().Update(ctx, configMap("del-lider")) },
 		"release":     func() error { return lock.Update(ctx, resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1}) },
 		"patch label": func() error { return c.Patch(ctx, configMap("del-lider"), client.Merge) },
+		"event": func() error {
+			_, err := clientset.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}}, metav1.CreateOptions{})
+			return err
+		},
 	} {
-		if err := write(); err != errNotLeader {
+		if err := write(); !errors.Is(err, errNotLeader) {
 			t.Errorf("%s by a deposed leader: %v, want %v", name, err, errNotLeader)
 		}
 	}
-	lock.RecordEvent("stopped leading")
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(configMap("del-depuesto")), configMap("x")); !apierrors.IsNotFound(err) {
 		t.Errorf("the deposed leader's ConfigMap: %v, want NotFound", err)
 	}
@@ -142,8 +159,58 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	if got := *lease(t).Spec.HolderIdentity; got != holder {
 		t.Errorf("the Lease names %q after a deposed leader's release, want %q", got, holder)
 	}
-	time.Sleep(2 * time.Second) // the event, had it been sent, is written within this
-	if notes := leaseEvents(t); len(notes) != 1 {
-		t.Errorf("a deposed leader's event was written: %q", notes)
+}
+
+// A write is given until the fence's deadline, and no longer: here, to a server
+// that never answers.
+func TestFencedWriteEndsAtTheDeadline(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	f := &leaderFence{holdFor: 200 * time.Millisecond, grace: 300 * time.Millisecond}
+	f.renewedAt(time.Now())
+	tr := fencedTransport{f, http.DefaultTransport}
+	start := time.Now()
+	req, _ := http.NewRequest(http.MethodPost, hang.URL, nil)
+	_, err := tr.RoundTrip(req)
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
+		t.Errorf("a write to a server that hangs ended after %s with %v, want the deadline (0.5 s) to end it", took, err)
+	}
+	// That took 0.5 s: the renew deadline (0.2 s) has passed, and the fence is closed.
+	if _, err := tr.RoundTrip(req); !errors.Is(err, errNotLeader) {
+		t.Errorf("a write past the renew deadline: %v, want %v", err, errNotLeader)
+	}
+	get, _ := http.NewRequest(http.MethodGet, hang.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := tr.RoundTrip(get.WithContext(ctx)); errors.Is(err, errNotLeader) {
+		t.Errorf("a read past the renew deadline was refused")
+	}
+}
+
+// The lease timings must leave room for the fence and for client-go's retries;
+// start-up refuses those that do not, saying why.
+func TestLeaderElectionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{[]string{"--leader-elect"}, ""}, // the defaults: 30 s, 20 s, 4 s
+		{[]string{"--leader-elect", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}, ""},
+		{[]string{"--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=2s"}, ""}, // no leader election: not used
+		{[]string{"--leader-elect", "--leader-elect-lease-duration=21s"}, "at least 2s longer than --leader-elect-renew-deadline (20s)"},
+		{[]string{"--leader-elect", "--leader-elect-renew-deadline=30s"}, "at least 2s longer"},
+		{[]string{"--leader-elect", "--leader-elect-retry-period=20s"}, "must be longer than 1.2 × --leader-elect-retry-period (20s)"},
+		{[]string{"--leader-elect", "--leader-elect-retry-period=0s"}, "must be positive"},
+	} {
+		var f flags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		f.bind(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := f.validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
 	}
 }

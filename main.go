@@ -22,13 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -73,17 +73,17 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	defer log.FromContext(ctx).V(1).Info("Reconciled")
 	dep, err := r.applyChildren(ctx, &promo)
-	if namespaceTerminating(err) {
+	if some(err, namespaceTerminating) {
 		// The namespace is being deleted, and this Promocion with it. The API
 		// server refuses new children there, and they would fight the deletion.
 		return ctrl.Result{}, nil
 	}
-	if !apierrors.IsConflict(err) {
+	if !onlyConflicts(err) {
 		// The status reports what happened, failures included.
 		status := computeStatus(&promo, dep, err, metav1.Now())
 		err = errors.Join(err, r.updateStatus(ctx, &promo, status))
 	}
-	if apierrors.IsConflict(err) {
+	if onlyConflicts(err) {
 		// The cache was behind the API server. The watch event bringing the newer
 		// version queues this Promocion again: routine, so not logged as an error.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -158,7 +158,7 @@ func applyChild[T any, P interface {
 	}
 	switch {
 	case apierrors.IsConflict(err):
-		return nil, nil, err // routine: Reconcile requeues without an event
+		return nil, nil, err // routine: Reconcile requeues, without an event if nothing else failed
 	case err != nil:
 		err = fmt.Errorf("%s %s: %w", gvk.Kind, name, err)
 		if !namespaceTerminating(err) { // an Event there would be refused too
@@ -220,15 +220,17 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	// binary is called (go run, a test binary).
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = operatorName
-	clientset, err := kubernetes.NewForConfig(cfg)
+	// With leader election, the operator's writes (children, status, events)
+	// pass the fence (fence.go); without it, fence is nil and lets them all through.
+	var fence *leaderFence
+	if opts.LeaderElection {
+		fence = &leaderFence{holdFor: *opts.RenewDeadline, grace: (*opts.LeaseDuration - *opts.RenewDeadline) / 2}
+	}
+	clientset, err := kubernetes.NewForConfig(fence.fence(cfg))
 	if err != nil {
 		return fmt.Errorf("creating the events client: %w", err)
 	}
-	var fence *leaderFence // nil, letting every write through, without leader election
-	if opts.LeaderElection {
-		fence = &leaderFence{holdFor: *opts.RenewDeadline}
-	}
-	recorder, stopEvents, err := startEvents(ctx, clientset, opts.Scheme, fence)
+	recorder, stopEvents, err := startEvents(ctx, clientset, opts.Scheme)
 	if err != nil {
 		return err
 	}
@@ -240,13 +242,21 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 		}
 		opts.LeaderElectionResourceLockInterface = lock
 	}
+	opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		cfg = fence.fence(cfg)
+		var err error
+		if o.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, err
+		}
+		return client.New(cfg, o)
+	}
 
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r := &PromocionReconciler{
-		Client:    fencedClient{mgr.GetClient(), fence},
+		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
 		Recorder:  recorder,
@@ -273,9 +283,9 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 // startEvents starts an events broadcaster of the operator's own rather than
 // using the manager's, whose shutdown cancels the writes still in flight and
 // logs each as an error. These are never cancelled: at worst the process
-// exits under them. Like every write, they pass the fence.
-func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme, fence *leaderFence) (events.EventRecorder, func(), error) {
-	broadcaster := events.NewBroadcaster(fencedSink{&events.EventSinkImpl{Interface: clientset.EventsV1()}, fence})
+// exits under them.
+func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme) (events.EventRecorder, func(), error) {
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
 	if err := broadcaster.StartRecordingToSinkWithContext(context.WithoutCancel(ctx)); err != nil {
 		return nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
 	}
@@ -294,10 +304,6 @@ type flags struct {
 	maxConcurrentReconciles int
 	webImage                string
 	verbosity               int
-	// unscopedCache caches every ConfigMap, Deployment and Service, as an
-	// operator without cache scoping would. Benchmarks only: it is set by the
-	// environment variable OPERADOR_BENCH_UNSCOPED_CACHE, not by a flag.
-	unscopedCache bool
 }
 
 func (c *flags) bind(fs *flag.FlagSet) {
@@ -319,20 +325,37 @@ func (c *flags) bind(fs *flag.FlagSet) {
 // terminationGracePeriodSeconds is longer.
 const gracefulShutdown = 20 * time.Second
 
+// minWriteTime is the least time the leader fence gives a write to finish:
+// half of LeaseDuration - RenewDeadline (fence.go).
+const minWriteTime = time.Second
+
+// validate checks what the flags' types cannot: the leader election timings
+// that client-go and the fence rely on.
+func (c *flags) validate() error {
+	if !c.leaderElect {
+		return nil
+	}
+	switch {
+	case c.retryPeriod <= 0 || c.renewDeadline <= 0 || c.leaseDuration <= 0:
+		return errors.New("--leader-elect-lease-duration, --leader-elect-renew-deadline and --leader-elect-retry-period must be positive")
+	case float64(c.renewDeadline) <= leaderelection.JitterFactor*float64(c.retryPeriod):
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than %.1f × --leader-elect-retry-period (%s): "+
+			"the leader must get to try again before it gives up", c.renewDeadline, leaderelection.JitterFactor, c.retryPeriod)
+	case c.leaseDuration-c.renewDeadline < 2*minWriteTime:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be at least %s longer than --leader-elect-renew-deadline (%s): "+
+			"a deposed leader's last write must be done before a standby may lead, and each write needs %s at least",
+			c.leaseDuration, 2*minWriteTime, c.renewDeadline, minWriteTime)
+	}
+	return nil
+}
+
 func (c *flags) managerOptions() ctrl.Options {
-	// Only the children the operator labelled enter the cache, not every
-	// ConfigMap, Deployment and Service of the cluster.
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": operatorName})}
 	var namespaces map[string]cache.Config
 	for _, ns := range c.namespaces {
 		if namespaces == nil {
 			namespaces = map[string]cache.Config{}
 		}
 		namespaces[ns] = cache.Config{}
-	}
-	byObject := map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ours, &appsv1.Deployment{}: ours, &corev1.Service{}: ours}
-	if c.unscopedCache {
-		byObject = nil
 	}
 	return ctrl.Options{
 		Scheme:                 newScheme(),
@@ -349,7 +372,7 @@ func (c *flags) managerOptions() ctrl.Options {
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			DefaultTransform:  cache.TransformStripManagedFields(),
-			ByObject:          byObject,
+			ByObject:          cacheByObject(),
 		},
 		LeaderElection:                c.leaderElect,
 		LeaderElectionID:              operatorName,
@@ -386,7 +409,10 @@ func main() {
 	var c flags
 	c.bind(flag.CommandLine)
 	flag.Parse()
-	c.unscopedCache = os.Getenv("OPERADOR_BENCH_UNSCOPED_CACHE") != ""
+	if err := c.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	logger, err := newLogger(c.verbosity)
 	if err != nil {

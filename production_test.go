@@ -94,12 +94,7 @@ func TestEvents(t *testing.T) {
 		return n
 	}
 	before := count()
-	r := newReconciler(t, k8sClient)
-	for range 3 {
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reconcileAgain(t, p, 3)
 	if after := count(); after != before {
 		t.Errorf("reconciling an unchanged Promocion emitted events: %d before, %d after", before, after)
 	}
@@ -109,19 +104,8 @@ func TestEvents(t *testing.T) {
 func TestWarningEventForChildOwnedByOther(t *testing.T) {
 	ns := newNamespace(t)
 	startOperator(t, ns)
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
-	if err := k8sClient.Create(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	theirs := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: new(true),
-		}}},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}},
-	}
-	if err := k8sClient.Create(ctx, theirs); err != nil {
-		t.Fatal(err)
-	}
+	owner := createForeignChild(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
 	eventually(t, "a Warning event ChildOwnedByOther", func() error {
 		for _, e := range promocionEvents(t, p)["ChildOwnedByOther"] {

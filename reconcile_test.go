@@ -10,14 +10,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -287,12 +288,7 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 		return v
 	}
 	before := versions()
-	r := newReconciler(t, k8sClient)
-	for range 3 {
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reconcileAgain(t, p, 3)
 	if after := versions(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("resourceVersions (Promocion, ConfigMap, Deployment, Service) changed from %v to %v", before, after)
 	}
@@ -390,23 +386,40 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-// 8. A child that someone else controls is left alone, and the Promocion says so.
-func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
+// reconcileAgain calls Reconcile n times on p, as resyncs would.
+func reconcileAgain(t *testing.T, p *Promocion, n int) {
+	t.Helper()
+	r := newReconciler(t, k8sClient)
+	for range n {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// createForeignChild creates obj in ns under the control of someone else: a
+// ConfigMap of theirs, which it returns.
+func createForeignChild(t *testing.T, ns string, obj client.Object) *corev1.ConfigMap {
+	t.Helper()
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
 	if err := k8sClient.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
-	theirs := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: new(true),
-		}}},
-		Data: map[string]string{"index.html": "<h1>not yours</h1>"},
-	}
-	if err := k8sClient.Create(ctx, theirs); err != nil {
+	obj.SetNamespace(ns)
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: new(true)}})
+	if err := k8sClient.Create(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
+	return owner
+}
+
+// 8. A child that someone else controls is left alone, and the Promocion says so.
+func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html"},
+		Data: map[string]string{"index.html": "<h1>not yours</h1>"}}
+	owner := createForeignChild(t, ns, theirs)
 	rv := theirs.ResourceVersion
 
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
@@ -439,71 +452,6 @@ func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
 	}
 }
 
-// 9. RBAC from manifiestos/: what the ServiceAccount may and may not do.
-func TestRBACManifests(t *testing.T) {
-	for _, f := range []string{"manifiestos/sa.yaml", "manifiestos/rbac.yaml"} {
-		for _, obj := range readManifests(t, f) {
-			if err := k8sClient.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("%s: %v", f, err)
-			}
-		}
-	}
-	type access struct{ verb, group, resource, sub string }
-	var allowed, denied []access
-	for _, v := range []string{"get", "list", "watch"} {
-		allowed = append(allowed, access{v, "tienda.example.com", "promociones", ""})
-	}
-	allowed = append(allowed,
-		access{"update", "tienda.example.com", "promociones", "status"},
-		access{"update", "tienda.example.com", "promociones", "finalizers"},
-		access{"create", "events.k8s.io", "events", ""},
-		access{"patch", "events.k8s.io", "events", ""})
-	for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
-		for _, r := range []access{{"", "apps", "deployments", ""}, {"", "", "services", ""}, {"", "", "configmaps", ""}} {
-			allowed = append(allowed, access{v, r.group, r.resource, ""})
-		}
-	}
-	denied = []access{
-		{"update", "tienda.example.com", "promociones", ""}, // the spec belongs to the user
-		{"patch", "tienda.example.com", "promociones", ""},
-		{"delete", "tienda.example.com", "promociones", ""},
-		{"get", "", "secrets", ""},
-		{"delete", "", "secrets", ""},
-		{"list", "", "pods", ""},
-		{"create", "", "events", ""}, // the recorder uses events.k8s.io only
-	}
-
-	check := func(ns string, a access, name string, want bool) {
-		sar := &authv1.SubjectAccessReview{Spec: authv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:default:operador-promociones",
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"},
-			ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub,
-				Namespace: ns, Name: name},
-		}}
-		if err := k8sClient.Create(ctx, sar); err != nil {
-			t.Fatal(err)
-		}
-		if sar.Status.Allowed != want {
-			t.Errorf("may %s %s/%s %s %s in %s: %v, want %v", a.verb, a.group, a.resource, a.sub, name, ns, sar.Status.Allowed, want)
-		}
-	}
-	for _, a := range allowed {
-		check("tienda", a, "", true)
-	}
-	for _, a := range denied {
-		check("tienda", a, "", false)
-	}
-	// Leader election, in the operator's namespace: its own Lease only. Its
-	// events go through events.k8s.io like the others.
-	for _, v := range []string{"get", "update"} {
-		check("default", access{v, "coordination.k8s.io", "leases", ""}, operatorName, true)
-		check("default", access{v, "coordination.k8s.io", "leases", ""}, "kube-scheduler", false)
-	}
-	check("default", access{"create", "coordination.k8s.io", "leases", ""}, "", true)
-	check("default", access{"create", "", "events", ""}, "", false)
-	check("kube-system", access{"get", "coordination.k8s.io", "leases", ""}, operatorName, false)
-}
-
 // 10. The manager stops when asked, and leaves nothing reconciling behind.
 func TestManagerStopsCleanly(t *testing.T) {
 	_, c, stop := runningPromocion(t)
@@ -519,10 +467,89 @@ func TestManagerStopsCleanly(t *testing.T) {
 	if err := k8sClient.Delete(ctx, &c.svc); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing can say "I did nothing" but time: a running operator makes the
+	// Service again within milliseconds (TestDeletedChildrenComeBack), so 2 s is ample.
 	time.Sleep(2 * time.Second)
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.svc), &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Service came back after the manager stopped: %v", err)
 	}
+}
+
+// A conflict on one child must not hide a refusal on another: the reconcile
+// reports the refusal, in its error and in the status. Both are the API
+// server's own answers: the ConfigMap is changed by someone else between the
+// reconciler's read and its write, and the reconciler's user may not update
+// Deployments.
+func TestConflictDoesNotHideARefusal(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := newReconciler(t, k8sClient).Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	p = getPromocion(t, p)
+	p.Spec.Banner = "Rebajas de invierno" // the page and the Deployment's template must change
+	if err := k8sClient.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+
+	const user = "sin-deployments"
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"tienda.example.com"}, Resources: []string{"promociones"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"tienda.example.com"}, Resources: []string{"promociones/status"}, Verbs: []string{"update"}},
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := k8sClient.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(as, client.Options{Scheme: k8sClient.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ConfigMapName(p)}}
+	raced := false
+	r := newReconciler(t, racingConfigMapClient{c, func() {
+		raced = true
+		patch := []byte(`{"metadata":{"annotations":{"equipo":"marketing"}}}`)
+		if err := k8sClient.Patch(ctx, cm.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}})
+
+	res, err := r.Reconcile(ctx, req)
+	if !raced || !some(err, apierrors.IsConflict) || !some(err, apierrors.IsForbidden) {
+		t.Fatalf("want a conflict on the ConfigMap and a refusal on the Deployment, got %v", err)
+	}
+	if res.RequeueAfter != 0 {
+		t.Errorf("the refusal was taken for a routine conflict: result %+v", res)
+	}
+	degraded := meta.FindStatusCondition(getPromocion(t, p).Status.Conditions, ConditionDegraded)
+	if degraded == nil || degraded.Status != metav1.ConditionTrue || !strings.Contains(degraded.Message, "forbidden") {
+		t.Errorf("the status does not report the refusal: Degraded %+v", degraded)
+	}
+}
+
+// racingConfigMapClient lets someone else write a ConfigMap just before the
+// reconciler updates it, so that the API server answers with a real conflict.
+type racingConfigMapClient struct {
+	client.Client
+	race func()
+}
+
+func (c racingConfigMapClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		c.race()
+	}
+	return c.Client.Update(ctx, obj, opts...)
 }
 
 // racingClient lets someone else write the Promocion just before the reconciler

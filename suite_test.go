@@ -9,9 +9,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,24 +31,46 @@ import (
 
 // The integration tests run against a real kube-apiserver and etcd, started by
 // envtest from binaries built by hack/k8s-binaries.sh (no download site is
-// reachable here). envtest runs no controllers: no Deployment controller, no
-// garbage collector. Where a test needs what those would do, it says so.
+// reachable here), on the first test that asks for them: the pure tests need
+// none, and `go test -short .` runs those alone. envtest runs no controllers:
+// no Deployment controller, no garbage collector. Where a test needs what
+// those would do, it says so.
 
 var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client // an admin client that reads straight from the API server
+	started   sync.Once
+	startErr  error
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	code := m.Run()
+	if testEnv != nil {
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
-func runSuite(m *testing.M) int {
+// needCluster starts kube-apiserver and etcd, once, for the tests that need them.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("an integration test: it needs kube-apiserver and etcd, so go test -short leaves it out")
+	}
+	started.Do(func() { startErr = startCluster() })
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+}
+
+func startCluster() error {
 	assets, err := k8sBinaries()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "integration tests need kube-apiserver and etcd:", err)
-		return 1
+		return fmt.Errorf("integration tests need kube-apiserver and etcd: %w", err)
 	}
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -53,19 +78,30 @@ func runSuite(m *testing.M) int {
 		ErrorIfCRDPathMissing: true,
 	}
 	if cfg, err = testEnv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
+		return fmt.Errorf("starting envtest: %w", err)
 	}
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	stopOnInterrupt()
+	k8sClient, err = client.New(cfg, client.Options{Scheme: newScheme()})
+	return err
+}
+
+// stopOnInterrupt stops kube-apiserver and etcd if the run is stopped (SIGINT,
+// SIGTERM) or orphaned (go test was killed), which TestMain would not see.
+func stopOnInterrupt() {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	parent := os.Getppid()
+	go func() {
+		for os.Getppid() == parent {
+			select {
+			case <-signals:
+				parent = -1
+			case <-time.After(time.Second):
+			}
 		}
+		_ = testEnv.Stop()
+		os.Exit(1)
 	}()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: newScheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
 }
 
 // k8sBinaries is the folder holding etcd and kube-apiserver: $KUBEBUILDER_ASSETS
@@ -89,6 +125,7 @@ var nsCounter atomic.Int32
 // each other's objects.
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	needCluster(t)
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
@@ -149,7 +186,7 @@ func testFlags(namespaces ...string) flags {
 // newReconciler is the operator's reconciler on client c, for tests that call
 // Reconcile themselves. Its events reach the API server.
 func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
-	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme(), nil)
+	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme())
 	if err != nil {
 		t.Fatal(err)
 	}
