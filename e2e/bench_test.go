@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -106,10 +103,10 @@ func (b *bench) row(format string, args ...any) {
 func (b *bench) recovery() {
 	ctx := context.Background()
 	ns, baseNS := b.namespace("bench-recovery"), b.namespace("bench-recovery-base")
-	o := b.startBenchOperator("recovery", defaultConcurrency, "--namespace="+ns)
+	o := b.startBench("recovery", defaultConcurrency, "--namespace="+ns)
 	b.createPromociones(ns, 1, 1)
 	b.waitConverged(ns, 1)
-	b.eventually("the recovery Promocion is Listo", func() error { return b.allListo(ns, 1) })
+	b.waitListo(ns, 1)
 	src := &template{promo: promocion(ns, 0, 1)}
 	base := promocion(baseNS, 0, 1) // the owner of the copies, so that the garbage collector keeps them
 	for _, err := range []error{b.c.Get(ctx, client.ObjectKeyFromObject(src.promo), src.promo), b.c.Create(ctx, base)} {
@@ -228,14 +225,14 @@ func (b *bench) convergence() {
 			}
 			for _, conc := range b.sc.concurrencies {
 				ns := b.namespace(fmt.Sprintf("bench-op-%d-%d-%d", n, conc, r))
-				o := b.startBenchOperator(fmt.Sprintf("converge-%d-%d", n, conc), conc, "--namespace="+ns)
+				o := b.startBench(fmt.Sprintf("converge-%d-%d", n, conc), conc, "--namespace="+ns)
 				b.waitForLog(o, "caches synced", `Starting workers`)
 				start := time.Now()
 				b.createPromociones(ns, n, 0)
 				b.waitConverged(ns, n)
 				runs[key{n, conc}] = append(runs[key{n, conc}], time.Since(start))
-				writes[key{n, conc}] = append(writes[key{n, conc}], o.writes(b.t)/float64(n))
-				conflicts[key{n, conc}] = append(conflicts[key{n, conc}], o.metricSum(b.t, "rest_client_requests_total", func(l string) bool {
+				writes[key{n, conc}] = append(writes[key{n, conc}], o.writes()/float64(n))
+				conflicts[key{n, conc}] = append(conflicts[key{n, conc}], o.metric("rest_client_requests_total", func(l string) bool {
 					return strings.Contains(l, `code="409"`)
 				}))
 				b.checkChildren(ns, n)
@@ -252,7 +249,7 @@ func (b *bench) convergence() {
 			if g == best {
 				beside = "**the baseline**"
 			}
-			b.row("| Convergence of %d, plain client, %d goroutines | %s | %s; 5 writes per Promocion |", n, g, spread(base[key{n, g}]), beside)
+			b.row("| Convergence of %d, plain client, %d goroutines | %s | %s; %d writes per Promocion |", n, g, spread(base[key{n, g}]), beside, b.template.writes())
 		}
 		for _, conc := range b.sc.concurrencies {
 			k := key{n, conc}
@@ -300,12 +297,16 @@ type template struct {
 	objects []client.Object // the ConfigMap, Deployment and Service, and the Event
 }
 
+// writes is how many writes the baseline makes for each Promocion: the
+// Promocion, a copy of each object, its status.
+func (t *template) writes() int { return 1 + len(t.objects) + 1 }
+
 // makeTemplate lets the operator make one Promocion's children and status.
 func (b *bench) makeTemplate() {
 	ns := b.namespace("bench-template")
-	o := b.startBenchOperator("template", defaultConcurrency, "--namespace="+ns)
+	o := b.startBench("template", defaultConcurrency, "--namespace="+ns)
 	b.createPromociones(ns, 1, 0)
-	b.eventually("the template Promocion is Listo", func() error { return b.allListo(ns, 1) })
+	b.waitListo(ns, 1)
 	o.stop(b.t)
 	ctx := context.Background()
 	p := promocion(ns, 0, 0)
@@ -447,21 +448,21 @@ func (b *bench) checkChildren(ns string, n int) {
 func (b *bench) steadyStateAndStartUp() {
 	n := slices.Max(b.sc.ns)
 	ns := b.namespace("bench-steady")
-	o := b.startBenchOperator("steady-first", defaultConcurrency, "--namespace="+ns)
+	o := b.startBench("steady-first", defaultConcurrency, "--namespace="+ns)
 	b.createPromociones(ns, n, 0)
 	b.waitConverged(ns, n)
 	// Converged for good: Listo, once the Deployment controller has reported.
 	// A fresh operator would otherwise rightly write the status the first one
 	// had not written yet.
-	b.eventually("every Promocion Listo", func() error { return b.allListo(ns, n) })
+	b.waitListo(ns, n)
 	o.stop(b.t)
 
 	var synced, first, resynced []time.Duration
 	var writes []float64
 	for r := range b.sc.repeats {
-		o := b.startBenchOperator(fmt.Sprintf("steady-%d", r), defaultConcurrency, "--namespace="+ns)
-		firstAt := waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, 1)
-		allAt := waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, float64(n))
+		o := b.startBench(fmt.Sprintf("steady-%d", r), defaultConcurrency, "--namespace="+ns)
+		firstAt := b.waitMetric(o, "controller_runtime_reconcile_total", 1)
+		allAt := b.waitMetric(o, "controller_runtime_reconcile_total", float64(n))
 		syncedAt := b.waitForLog(o, "caches synced", `Starting workers`)
 		if ts := o.logTime(`Starting workers`); !ts.IsZero() {
 			syncedAt = ts
@@ -469,16 +470,16 @@ func (b *bench) steadyStateAndStartUp() {
 		synced = append(synced, syncedAt.Sub(o.startedAt))
 		first = append(first, firstAt.Sub(o.startedAt))
 		resynced = append(resynced, allAt.Sub(o.startedAt))
-		time.Sleep(2 * time.Second) // requeues of the resync, if any
-		w := o.writes(b.t)
+		b.waitIdle(o) // every reconcile of the resync done, so every write it made counted
+		w := o.writes()
 		writes = append(writes, w)
 		if w != 0 {
 			b.t.Errorf("a fresh operator sent %v writes resyncing %d converged Promociones, want 0", w, n)
 		}
 		if r == b.sc.repeats-1 {
-			before := o.writes(b.t)
-			time.Sleep(b.sc.idle)
-			if idle := o.writes(b.t) - before; idle != 0 {
+			before := o.writes()
+			time.Sleep(b.sc.idle) // the measurement itself: writes while nothing happens
+			if idle := o.writes() - before; idle != 0 {
 				b.t.Errorf("%v writes while idle for %s, want 0", idle, b.sc.idle)
 			} else {
 				b.row("| Writes while idle for %s with %d Promociones | 0 | |", b.sc.idle, n)
@@ -498,20 +499,22 @@ func (b *bench) steadyStateAndStartUp() {
 func (b *bench) memory() {
 	n := slices.Max(b.sc.ns)
 	type mem struct{ peak, settled float64 }
-	measure := func(unscoped bool) mem {
-		var env []string
-		if unscoped {
-			env = append(env, "OPERADOR_BENCH_UNSCOPED_CACHE=1")
-		}
+	unscoped := filepath.Join(b.tmp, "operador-unscoped")
+	build := exec.Command("go", "build", "-tags", "unscoped", "-o", unscoped, ".")
+	build.Dir = b.root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.t.Fatalf("building the operator without cache scoping: %v\n%s", err, out)
+	}
+	measure := func(binary string) mem {
 		// Every namespace: an unscoped cache would then hold every ConfigMap.
-		o := b.startBenchOperatorEnv("memory", defaultConcurrency, env)
-		waitMetric(b.t, o, "controller_runtime_reconcile_total", nil, float64(n))
-		time.Sleep(b.sc.settle)
+		o := b.start(launch{who: "memory", binary: binary, args: []string{"--max-concurrent-reconciles=" + strconv.Itoa(defaultConcurrency)}})
+		b.waitMetric(o, "controller_runtime_reconcile_total", float64(n))
+		time.Sleep(b.sc.settle) // the measurement: memory once the burst has passed
 		peak, settled := o.rss(b.t)
 		o.stop(b.t)
 		return mem{peak, settled}
 	}
-	without, withoutUnscoped := measure(false), measure(true)
+	without, withoutUnscoped := measure(""), measure(unscoped)
 
 	ns := b.namespace("bench-ajenas")
 	page := strings.Repeat("x", 10*1024)
@@ -519,7 +522,7 @@ func (b *bench) memory() {
 		return b.c.Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
 	})
-	with, withUnscoped := measure(false), measure(true)
+	with, withUnscoped := measure(""), measure(unscoped)
 	b.deleteNamespace(ns)
 
 	b.row("| Memory, %d Promociones (RSS peak / settled) | %.0f / %.0f MiB | cache scoping off: %.0f / %.0f MiB |", n, without.peak, without.settled, withoutUnscoped.peak, withoutUnscoped.settled)
@@ -530,6 +533,11 @@ func (b *bench) memory() {
 }
 
 // ----- helpers -----
+
+// startBench starts an operator with conc concurrent reconciles.
+func (b *bench) startBench(who string, conc int, args ...string) *operator {
+	return b.start(launch{who: who, args: append([]string{"--max-concurrent-reconciles=" + strconv.Itoa(conc)}, args...)})
+}
 
 func (b *bench) goal(what string, met bool, figure string) {
 	verdict := "met"
@@ -560,101 +568,6 @@ func (b *bench) report() string {
 		r.WriteString(g + "\n")
 	}
 	return r.String()
-}
-
-func (b *bench) startBenchOperator(who string, conc int, args ...string) *operator {
-	return b.startBenchOperatorEnv(who, conc, nil, args...)
-}
-
-func (b *bench) startBenchOperatorEnv(who string, conc int, env []string, args ...string) *operator {
-	b.t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(b.t))
-	o := b.startOperatorEnv(who, b.kubeconfig, env, append([]string{
-		"--metrics-bind-address=" + addr, "--max-concurrent-reconciles=" + strconv.Itoa(conc),
-	}, args...)...)
-	o.metricsURL = "http://" + addr + "/metrics"
-	return o
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// metricSum adds up the samples of a Prometheus counter whose labels match.
-func (o *operator) metricSum(t *testing.T, name string, match func(labels string) bool) float64 {
-	resp, err := http.Get(o.metricsURL)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		labels, value, _ := strings.Cut(strings.TrimPrefix(line, name), " ")
-		if match != nil && !match(labels) {
-			continue
-		}
-		v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		sum += v
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return sum
-}
-
-// writes is how many writes the operator's client has sent.
-func (o *operator) writes(t *testing.T) float64 {
-	return o.metricSum(t, "rest_client_requests_total", func(l string) bool {
-		return regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`).MatchString(l)
-	})
-}
-
-// waitMetric polls a counter until it reaches at least min, and returns when.
-func waitMetric(t *testing.T, o *operator, name string, match func(string) bool, min float64) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		if o.metricSum(t, name, match) >= min {
-			return time.Now()
-		}
-		if time.Now().After(deadline) || o.exited() {
-			t.Fatalf("%s never reached %v (operator exited: %v)", name, min, o.exited())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// rss reads the process's peak and current resident memory, in MiB.
-func (o *operator) rss(t *testing.T) (peak, now float64) {
-	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb := func(field string) float64 {
-		m := regexp.MustCompile(field + `:\s+(\d+) kB`).FindSubmatch(f)
-		if m == nil {
-			t.Fatalf("no %s in /proc/%d/status", field, o.cmd.Process.Pid)
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v / 1024
-	}
-	return kb("VmHWM"), kb("VmRSS")
-}
-
-// logTime is the timestamp of the first log line matching pattern.
-func (o *operator) logTime(pattern string) time.Time {
-	ts, _, _ := strings.Cut(o.firstLine(pattern), "\t")
-	t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
-	return t
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -6,16 +6,13 @@ package e2e
 // and writes its report to CHAOS_OUT; `make test` runs a short version.
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -279,42 +276,43 @@ func find[T any, P interface {
 func (l *lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
 	l.t.Helper()
 	start := time.Now()
-	deadline := start.Add(5 * time.Minute)
 	operatorsDone := time.Duration(-1) // since when the operator's part has been right
-	for {
-		checked, wrong, problems, leftovers := l.problems(ns, untouched)
+	var problems, leftovers []string
+	err := poll(5*time.Minute, 200*time.Millisecond, func() error {
+		var checked, wrong int
+		checked, wrong, problems, leftovers = l.problems(ns, untouched)
 		r.checked, r.wrong, r.converged = checked, wrong, time.Since(since)
 		switch {
 		case len(problems) > 0:
 			operatorsDone = -1
+			return errors.New("not right yet")
 		case operatorsDone < 0:
 			operatorsDone = r.converged
 		}
-		if len(problems) == 0 && len(leftovers) == 0 {
+		if len(leftovers) == 0 {
 			l.logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, checked/4, ms(r.converged))
-			return
+			return nil
 		}
-		if len(problems) == 0 && time.Since(start) > time.Minute {
+		if time.Since(start) > time.Minute {
 			// The operator's part is right. kube-controller-manager's garbage
 			// collector can miss a Deployment's deletion for good when it happens
 			// during its watch gap and the operator makes the Deployment again
 			// under the same name at once: the old ReplicaSet then stays.
 			l.logf("ok: %s is what its %d Promociones ask for; left by kube-controller-manager: %s", ns, checked/4, strings.Join(leftovers, "; "))
 			r.leftovers, r.converged = len(leftovers), operatorsDone
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			if r.wrong == 0 {
-				r.wrong = len(problems)
-			}
-			l.t.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(first(append(problems, leftovers...), 20), "\n"))
-			return
+		return errors.New("leftovers")
+	})
+	if err != nil {
+		if r.wrong == 0 {
+			r.wrong = len(problems)
 		}
-		time.Sleep(200 * time.Millisecond)
+		l.t.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(first(append(problems, leftovers...), 20), "\n"))
 	}
 }
 
-func first(s []string, n int) []string { return s[:min(n, len(s))] }
+func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
 // ----- the operator's kubelet -----
 
@@ -362,7 +360,7 @@ func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 }
 
 func (k *kubelet) start() {
-	o := k.l.startOperator(fmt.Sprintf("%s-%d", k.who, len(k.all)+1), k.kubeconfig, k.args...)
+	o := k.l.start(launch{who: fmt.Sprintf("%s-%d", k.who, len(k.all)+1), kubeconfig: k.kubeconfig, args: k.args})
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.cur, k.all = o, append(k.all, o)
@@ -412,7 +410,7 @@ func (k *kubelet) errorLines() int {
 	defer k.mu.Unlock()
 	n := 0
 	for _, o := range k.all {
-		n += countLines(o.log, `\tERROR\t`)
+		n += o.logLines(`\tERROR\t`)
 	}
 	return n
 }
@@ -449,32 +447,6 @@ func exitReason(o *operator) string {
 	}
 	return fmt.Sprint(o.err)
 }
-
-func countLines(path, pattern string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	re := regexp.MustCompile(pattern)
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if re.MatchString(sc.Text()) {
-			n++
-		}
-	}
-	return n
-}
-
-// listo counts the Promociones of ns that are Listo.
-func (l *lesson) listo(ns string) int {
-	out, _ := l.tryKubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
-	return strings.Count(out, "Listo")
-}
-
-// ----- 1. crash mid-flight -----
 
 func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 	r := result{scenario: "Crash mid-flight", faults: fmt.Sprintf("%d SIGKILLs while %d Promociones converge", kills, n)}
@@ -540,7 +512,7 @@ func outage(l *lesson, component string, d time.Duration, n int) result {
 	}
 	l.converge(ns, untouched, back, &r)
 	remade := "never"
-	for _, w := range operatorWrites(l, back) {
+	for _, w := range l.operatorWrites(back) {
 		if w.verb == "create" && w.code == 201 && w.object == "deployments/"+ns+"/promo-0" {
 			remade = w.at.Sub(back).Round(100 * time.Millisecond).String()
 			break
@@ -593,9 +565,9 @@ func frozenLeader(l *lesson, n int) result {
 	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	acquiredDefault := `successfully acquired lease.*default/operador-promociones`
-	a := l.startOperator("replica-a", kubeconfigs["a"], args...)
+	a := l.start(launch{who: "replica-a", kubeconfig: kubeconfigs["a"], args: args})
 	l.waitForLog(a, "replica a leads", `(?i)`+acquiredDefault)
-	b := l.startOperator("replica-b", kubeconfigs["b"], args...)
+	b := l.start(launch{who: "replica-b", kubeconfig: kubeconfigs["b"], args: args})
 	l.waitForLog(b, "replica b waits", `(?i)attempting to acquire leader lease.*default/operador-promociones`)
 	l.createPromociones(ns, n, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
@@ -639,12 +611,16 @@ func frozenLeader(l *lesson, n int) result {
 	}
 	exited := time.Since(resumedAt)
 	l.converge(ns, untouched, resumedAt, &r)
-	time.Sleep(time.Second) // the audit log is written as requests complete
+	l.auditFlushed()
 
-	after, before := auditWrites(l, "system:serviceaccount:default:replica-a", handover)
-	bAfter, _ := auditWrites(l, "system:serviceaccount:default:replica-b", handover)
+	by := func(replica string, after bool) []request {
+		return l.audit(time.Time{}, func(w request) bool {
+			return w.user == "system:serviceaccount:default:replica-"+replica && w.at.After(handover) == after
+		})
+	}
+	after, before, bAfter := by("a", true), by("a", false), by("b", true)
 	if len(after) != 0 {
-		l.t.Errorf("the old leader wrote after the handover:\n%s", strings.Join(first(after, 20), "\n"))
+		l.t.Errorf("the old leader wrote after the handover:\n%s", first(after, 20))
 		r.wrong += len(after)
 	}
 	if len(before) == 0 || len(bAfter) == 0 {
@@ -655,44 +631,6 @@ func frozenLeader(l *lesson, n int) result {
 	b.stop(l.t)
 	return r
 }
-
-// auditWrites returns the write requests user made after t, and those before,
-// from the API server's audit log.
-func auditWrites(l *lesson, user string, t time.Time) (after, before []string) {
-	l.t.Helper()
-	f, err := os.Open(filepath.Join(env.clusterDir, "logs", "audit.log"))
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Verb       string `json:"verb"`
-			RequestURI string `json:"requestURI"`
-			User       struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.User.Username != user {
-			continue
-		}
-		line := fmt.Sprintf("%s %s %s -> %d", e.Received.Format(time.StampMicro), e.Verb, e.RequestURI, e.ResponseStatus.Code)
-		if e.Received.After(t) {
-			after = append(after, line)
-		} else {
-			before = append(before, line)
-		}
-	}
-	return after, before
-}
-
-// ----- 5. fights -----
 
 func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, labels and ownerReferences removed", d)}
@@ -787,10 +725,11 @@ func namespaceDeletion(l *lesson, n int) result {
 	deleted := time.Now()
 	l.kubectl("delete", "namespace", ns, "--timeout=5m")
 	r.converged, r.checked = time.Since(deleted), 4*n
-	time.Sleep(2 * time.Second) // anything the operator still had to say
+	l.waitIdle(k.current()) // it has seen the deletion through
+	l.auditFlushed()
 	errs := k.errorLines() - errsBefore
 	creates, refused := 0, 0
-	for _, w := range operatorWrites(l, deleted) {
+	for _, w := range l.operatorWrites(deleted) {
 		if strings.Contains(w.uri, "/namespaces/"+ns+"/") && w.verb == "create" {
 			if w.code < 300 {
 				creates++
@@ -811,44 +750,6 @@ func namespaceDeletion(l *lesson, n int) result {
 	k.stop()
 	return r
 }
-
-type write struct {
-	at                time.Time
-	verb, uri, object string // object: resource/namespace/name
-	code              int
-}
-
-// operatorWrites returns the operator's writes after t, from the audit log.
-func operatorWrites(l *lesson, t time.Time) []write {
-	l.t.Helper()
-	b, err := os.ReadFile(filepath.Join(env.clusterDir, "logs", "audit.log"))
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	var ws []write
-	for line := range strings.SplitSeq(string(b), "\n") {
-		var e struct {
-			Verb       string `json:"verb"`
-			RequestURI string `json:"requestURI"`
-			UserAgent  string `json:"userAgent"`
-			ObjectRef  struct {
-				Resource, Namespace, Name string
-			} `json:"objectRef"`
-			Received       metav1.MicroTime `json:"requestReceivedTimestamp"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-		}
-		if json.Unmarshal([]byte(line), &e) != nil || e.UserAgent != "operador-promociones" || !e.Received.After(t) {
-			continue
-		}
-		ws = append(ws, write{e.Received.Time, e.Verb, strings.Split(e.RequestURI, "?")[0],
-			e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name, e.ResponseStatus.Code})
-	}
-	return ws
-}
-
-// ----- 8. hostile input -----
 
 func hostileInput(l *lesson) (result, []string) {
 	r := result{scenario: "Hostile input", faults: "banners with HTML, JavaScript, quotes, control characters, right-to-left text and emoji; the longest banner; the most replicas"}

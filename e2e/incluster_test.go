@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -31,17 +30,7 @@ func TestLessonInCluster(t *testing.T) {
 	}
 	l := newLesson(t)
 	l.step("4", "the image: make image builds it without Docker; hack/cluster.sh load puts it on node-real")
-	tarball := filepath.Join(l.tmp, "operador.tar")
-	build := exec.Command("go", "run", ".", "operator", "-repo", l.root, "-platforms", "linux/"+runtime.GOARCH,
-		"-tag", operatorImage, "-o", tarball)
-	build.Dir = filepath.Join(l.root, "hack", "image")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the image: %v\n%s", err, out)
-	}
-	if out, err := clusterSh("load", tarball).CombinedOutput(); err != nil {
-		t.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
-	}
-	l.logf("%s is on node-real", operatorImage)
+	l.loadOperatorImage(operatorImage)
 
 	// manifiestos/ through hack/local, which sets the local images with
 	// kustomize; the RBAC is held back for Step 5.

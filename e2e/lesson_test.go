@@ -1,14 +1,21 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestLesson(t *testing.T) {
@@ -16,14 +23,13 @@ func TestLesson(t *testing.T) {
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 
 	l.step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
-	l.running = l.startOperator("admin", l.kubeconfig, "--web-image="+webImage,
-		"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=127.0.0.1:18081")
+	o := l.start(launch{who: "admin", args: []string{"--web-image=" + webImage}})
 	l.eventually("the operator starts its watches", func() error {
-		return l.running.logHas(
+		return o.logHas(
 			`kind source: \*main.Promocion`, `kind source: \*v1.Deployment`,
 			`kind source: \*v1.Service`, `kind source: \*v1.ConfigMap`, `Starting workers`)
 	})
-	if first := l.running.firstLine(""); !strings.Contains(first, "operador-promociones arrancando") {
+	if first := o.firstLine(""); !strings.Contains(first, "operador-promociones arrancando") {
 		t.Errorf("the first log line is %q, want operador-promociones arrancando", first)
 	}
 	l.logf("the first log line says arrancando, and the four EventSources started")
@@ -45,15 +51,18 @@ func TestLesson(t *testing.T) {
 		return nil
 	})
 	l.logf("%s", l.kubectl("get", "promocion", name, "-o", "jsonpath={.status}"))
+	if explain := l.kubectl("explain", "promocion.spec"); !strings.Contains(explain, "banner") || !strings.Contains(explain, "replicas") {
+		t.Errorf("kubectl explain promocion.spec:\n%s", explain)
+	}
 	describe := l.kubectl("describe", "promocion", name)
 	if want := "Created ConfigMap rebajas-verano-html, Deployment rebajas-verano and Service rebajas-verano"; !strings.Contains(describe, want) {
 		t.Errorf("kubectl describe promocion lacks the event %q:\n%s", want, describe)
 	}
 	l.logf("kubectl describe promocion %s tells the story:\n%s", name, describe[strings.Index(describe, "Events:"):])
 	for path, want := range map[string]string{
-		"http://127.0.0.1:18081/healthz": "ok",
-		"http://127.0.0.1:18081/readyz":  "ok",
-		"http://127.0.0.1:18080/metrics": `controller_runtime_reconcile_total{controller="promocion",result="success"}`,
+		o.probesURL + "/healthz":  "ok",
+		o.probesURL + "/readyz":   "ok",
+		o.metricsURL + "/metrics": `controller_runtime_reconcile_total{controller="promocion",result="success"}`,
 	} {
 		if body := httpGet(t, path); !strings.Contains(body, want) {
 			t.Errorf("GET %s: no %q in:\n%.500s", path, want, body)
@@ -73,17 +82,23 @@ func TestLesson(t *testing.T) {
 	})
 
 	l.step("4", "inside the cluster: TestLessonInCluster runs the operator's image as Pods; here the binary goes on as its ServiceAccount")
-	l.running.stop(t)
+	o.stop(t)
 
 	l.step("5", "the operator as its ServiceAccount, without RBAC")
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"))
 	saConfig := l.serviceAccountKubeconfig("operador-promociones")
 	l.kubectl("delete", "service", name) // work for it to do, once it may
-	l.running = l.startOperator("serviceaccount", saConfig, "--web-image="+webImage)
-	l.eventually("the API server refuses the operator", func() error {
-		return l.running.logHas(`promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(sa) + `\\" cannot list`)
+	o = l.start(launch{who: "serviceaccount", kubeconfig: saConfig, args: []string{"--web-image=" + webImage}})
+	// Refused, then refused again on its next try: alive, and still unable to act.
+	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(sa) + `\\" cannot list`
+	l.eventually("the API server refuses the operator", func() error { return o.logHas(refused) })
+	first := o.logLines(refused)
+	l.eventually("the operator tries again, and is refused again", func() error {
+		if o.logLines(refused) == first {
+			return errors.New("no new refusal yet")
+		}
+		return nil
 	})
-	time.Sleep(2 * time.Second)
 	if _, err := l.tryKubectl("get", "service", name); err == nil {
 		t.Errorf("the Service was recreated by an operator with no permissions")
 	}
@@ -92,25 +107,36 @@ func TestLesson(t *testing.T) {
 	l.step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
 	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
 	l.eventually("the Service is back", func() error { _, err := l.tryKubectl("get", "service", name); return err })
-	if l.running.exited() {
-		t.Errorf("the operator restarted or died: %v", l.running.err)
+	if o.exited() {
+		t.Errorf("the operator restarted or died: %v", o.err)
 	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"list", "promociones.tienda.example.com"}, "yes"},
-		{[]string{"update", "promociones.tienda.example.com", "--subresource=status"}, "yes"},
-		{[]string{"delete", "secrets"}, "no"},
-		{[]string{"update", "promociones.tienda.example.com"}, "no"},
-	} {
-		args := append([]string{"auth", "can-i"}, c.args...)
-		out, _ := l.tryKubectl(append(args, "--as="+sa, "-A")...) // can-i exits 1 for "no"
-		if out != c.want {
-			t.Errorf("kubectl auth can-i %s: %q, want %q", strings.Join(c.args, " "), out, c.want)
+	// rbac.yaml grants exactly the verbs the operator sends; kubectl auth can-i
+	// checks each, as the ServiceAccount.
+	canI := func(args []string, want string) {
+		t.Helper()
+		out, _ := l.tryKubectl(append(append([]string{"auth", "can-i"}, args...), "--as="+sa)...) // exit 1 for "no"
+		if out != want {
+			t.Errorf("kubectl auth can-i %s: %q, want %q", strings.Join(args, " "), out, want)
 		}
-		l.logf("kubectl auth can-i %s: %s", strings.Join(c.args, " "), out)
 	}
+	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+		want := map[bool]string{true: "yes", false: "no"}
+		for _, child := range []string{"deployments.apps", "services", "configmaps"} {
+			canI([]string{verb, child, "-A"}, want[verb != "patch" && verb != "delete"])
+		}
+		canI([]string{verb, "promociones.tienda.example.com", "-A"}, want[verb == "get" || verb == "list" || verb == "watch"])
+		canI([]string{verb, "promociones.tienda.example.com", "--subresource=status", "-A"}, want[verb == "update"])
+		canI([]string{verb, "events.events.k8s.io", "-A"}, want[verb == "create" || verb == "patch"])
+		canI([]string{verb, "secrets", "-A"}, "no")
+		// Leader election, in the operator's namespace: its own Lease only
+		// (create cannot name the object it makes, so it is granted unnamed).
+		canI([]string{verb, "leases.coordination.k8s.io/operador-promociones", "-n", "default"}, want[verb == "get" || verb == "update" || verb == "create"])
+		canI([]string{verb, "leases.coordination.k8s.io/kube-scheduler", "-n", "default"}, want[verb == "create"])
+	}
+	canI([]string{"update", "promociones.tienda.example.com", "--subresource=finalizers", "-A"}, "yes") // blockOwnerDeletion
+	canI([]string{"create", "leases.coordination.k8s.io", "-n", "default"}, "yes")
+	canI([]string{"create", "events", "-A"}, "no") // the core events API: the operator uses events.k8s.io
+	l.logf("kubectl auth can-i: yes to each verb the operator sends, no to every other (patch and delete included)")
 	l.kubectl("apply", "-k", filepath.Join(l.root, "manifiestos"), "--dry-run=server") // the Kustomization holds the same files
 
 	l.step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
@@ -181,17 +207,118 @@ func TestLesson(t *testing.T) {
 		return nil
 	})
 	l.assertNoDeleteInOperator()
-	l.running.stop(t)
+	o.stop(t)
 }
 
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Errorf("GET %s: %v", url, err)
-		return ""
+// row is rebajas-verano's row of `kubectl get promociones`, after checking the
+// lesson's columns.
+func (l *lesson) row() []string {
+	l.t.Helper()
+	lines := strings.Split(l.kubectl("get", "promociones"), "\n")
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "NAME BANNER DESEADAS LISTAS FASE EDAD" {
+		l.t.Fatalf("kubectl get promociones has the columns %q", got)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); len(f) == 6 && f[0] == name {
+			return f
+		}
+	}
+	l.t.Fatalf("no complete row for %s in:\n%s", name, strings.Join(lines, "\n"))
+	return nil
+}
+
+func (l *lesson) waitForRow(deseadas, listas, fase string) {
+	l.t.Helper()
+	l.eventually(fmt.Sprintf("kubectl get promociones shows %s %s %s", deseadas, listas, fase), func() error {
+		lines := strings.Split(l.kubectl("get", "promociones"), "\n")
+		for _, line := range lines[1:] {
+			f := strings.Fields(line)
+			if len(f) == 6 && f[0] == name && f[1] == banner && f[2] == deseadas && f[3] == listas && f[4] == fase {
+				l.logf("%s\n    %s", lines[0], line)
+				return nil
+			}
+		}
+		return fmt.Errorf("%s", strings.Join(lines, "\n"))
+	})
+}
+
+// watchPromociones runs `kubectl get promociones -w` until the returned
+// function is called, which returns what it printed.
+func (l *lesson) watchPromociones() func() string {
+	l.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, l.kubectlBin, "--kubeconfig", l.kubeconfig, "get", "promociones", "-w")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	l.eventually("kubectl get promociones -w prints the current row", func() error {
+		if !strings.Contains(out.String(), name) {
+			return errors.New("nothing yet")
+		}
+		return nil
+	})
+	return func() string {
+		cancel()
+		_ = cmd.Wait()
+		return out.String()
+	}
+}
+
+// timeRecreation does what `kubectl delete deployment rebajas-verano` does, and
+// returns the time from the delete request to the watch event of the
+// operator's new Deployment. kubectl's own start-up would swamp the figure, so
+// the request is made here.
+func (l *lesson) timeRecreation() time.Duration {
+	l.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	took := recreationTime(l.t, c, &appsv1.DeploymentList{}, dep, nil)
+	l.logf("deployment.apps/%s deleted and back", name)
+	return took
+}
+
+func (l *lesson) uids() map[string]string {
+	l.t.Helper()
+	uids := map[string]string{}
+	for _, obj := range []string{"deployment/" + name, "service/" + name, "configmap/" + name + "-html"} {
+		uids[obj], _ = l.tryKubectl("get", obj, "-o", "jsonpath={.metadata.uid}")
+	}
+	return uids
+}
+
+// assertNoDeleteInOperator checks the claim of Step 9: the cleanup is the
+// garbage collector's, the operator's code has no Delete call.
+func (l *lesson) assertNoDeleteInOperator() {
+	l.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(l.root, "*.go"))
+	deleteCall := regexp.MustCompile(`\.Delete(AllOf)?\(`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if deleteCall.Match(src) {
+			l.t.Errorf("%s calls Delete: the cleanup should be the garbage collector's", filepath.Base(f))
+		}
+	}
+	// rbac.yaml grants no more than create and update, and patch on events (a
+	// repeated event becomes a series): what the audit log shows must fit.
+	for _, w := range l.operatorWrites(time.Time{}) {
+		if w.verb != "create" && w.verb != "update" && (w.verb != "patch" || !strings.Contains(w.uri, "/events")) {
+			l.t.Errorf("the operator sent %s %s", w.verb, w.uri)
+		}
+	}
+	l.logf("no Delete in the operator's code, and only creates and updates in the audit log: the garbage collector deleted")
 }

@@ -1,0 +1,573 @@
+package e2e
+
+// The one harness of every e2e test: a lesson is a test's view of the shared
+// cluster (kubectl, a client, a folder for logs); it starts operator
+// processes, waits for things to become true, and reads what the operator and
+// the API server recorded (metrics, logs, the audit log).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	name    = "rebajas-verano"
+	banner  = "https://tienda.example.com"
+	sa      = "system:serviceaccount:default:operador-promociones"
+	timeout = 90 * time.Second
+)
+
+// lesson is one test's view of the shared cluster.
+type lesson struct {
+	t          *testing.T
+	root, tmp  string
+	kubectlBin string
+	kubeconfig string
+	logs       []string         // every operator log file, dumped if the test fails
+	c          client.WithWatch // the admin's client
+}
+
+// newLesson gives a test the shared cluster, a folder for its logs, and a dump
+// of the operator's logs and the cluster's state if it fails.
+func newLesson(t *testing.T) *lesson {
+	l := &lesson{t: t, root: env.root, tmp: t.TempDir(), kubectlBin: env.kubectlBin, kubeconfig: env.kubeconfig}
+	t.Cleanup(l.dumpOnFailure)
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling, as the operator
+	if l.c, err = client.NewWithWatch(cfg, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func (l *lesson) step(n, title string) {
+	l.t.Helper()
+	l.t.Logf("===== Step %s: %s", n, title)
+}
+
+func (l *lesson) logf(format string, args ...any) {
+	l.t.Helper()
+	l.t.Logf("    "+format, args...)
+}
+
+func (l *lesson) tryKubectl(args ...string) (string, error) {
+	cmd := exec.Command(l.kubectlBin, append([]string{"--kubeconfig", l.kubeconfig}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
+// runCombined runs a command and returns its stdout and stderr together:
+// kubectl prints admission warnings on stderr.
+func runCombined(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// kubectl runs kubectl as the admin, failing the test if it fails.
+func (l *lesson) kubectl(args ...string) string {
+	l.t.Helper()
+	out, err := l.tryKubectl(args...)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// ----- waiting -----
+
+// poll calls check every interval until it returns nil, and gives up after
+// within with check's last error. Every wait of these tests is this loop.
+func poll(within, every time.Duration, check func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(every)
+	}
+}
+
+// waitFor polls check until it holds, and returns when it did; after within,
+// it fails the test.
+func (l *lesson) waitFor(what string, within, every time.Duration, check func() error) time.Time {
+	l.t.Helper()
+	if err := poll(within, every, check); err != nil {
+		l.t.Fatalf("%s: not true after %s: %v", what, within, err)
+	}
+	l.logf("ok: %s", what)
+	return time.Now()
+}
+
+func (l *lesson) eventually(what string, check func() error) {
+	l.t.Helper()
+	l.waitFor(what, timeout, 100*time.Millisecond, check)
+}
+
+func (l *lesson) dumpOnFailure() {
+	if !l.t.Failed() {
+		return
+	}
+	for _, f := range l.logs {
+		b, _ := os.ReadFile(f)
+		l.t.Logf("----- operator log %s -----\n%s", filepath.Base(f), b)
+	}
+	for _, args := range [][]string{
+		{"get", "all,cm,promociones", "-o", "wide"},
+		{"get", "events", "--sort-by=.lastTimestamp"},
+		{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
+	} {
+		out, err := l.tryKubectl(args...)
+		l.t.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
+	}
+}
+
+// ----- operator processes -----
+
+// operator is a running operator process.
+type operator struct {
+	cmd                   *exec.Cmd
+	log                   string
+	startedAt             time.Time
+	metricsURL, probesURL string // http://127.0.0.1:port
+	done                  chan struct{}
+	err                   error
+}
+
+// launch is an operator process to start.
+type launch struct {
+	who        string // names its log
+	kubeconfig string // default: the admin's
+	binary     string // default: the operator built for the tests
+	args       []string
+}
+
+// start runs an operator process, its metrics and probes on free ports of
+// loopback; it is killed when the test ends, if it still runs.
+func (l *lesson) start(s launch) *operator {
+	l.t.Helper()
+	if s.kubeconfig == "" {
+		s.kubeconfig = l.kubeconfig
+	}
+	if s.binary == "" {
+		s.binary = env.operator
+	}
+	metrics, probes := freeAddress(l.t), freeAddress(l.t)
+	o := &operator{log: filepath.Join(l.tmp, fmt.Sprintf("operator-%d-%s.log", len(l.logs)+1, s.who)), done: make(chan struct{}),
+		metricsURL: "http://" + metrics, probesURL: "http://" + probes}
+	f, err := os.Create(o.log)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.logs = append(l.logs, o.log)
+	o.cmd = exec.Command(s.binary, append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes}, s.args...)...)
+	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	o.cmd.Stdout, o.cmd.Stderr = f, f
+	o.startedAt = time.Now()
+	if err := o.cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	go func() { o.err = o.cmd.Wait(); f.Close(); close(o.done) }()
+	l.t.Cleanup(func() { _ = o.cmd.Process.Kill(); <-o.done })
+	l.logf("operator started as %s (pid %d, log %s)", s.who, o.cmd.Process.Pid, o.log)
+	return o
+}
+
+func freeAddress(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (o *operator) exited() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, as the kubelet would, and expects a clean exit.
+func (o *operator) stop(t *testing.T) {
+	t.Helper()
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.done:
+		if o.err != nil {
+			t.Errorf("the operator exited with %v after SIGTERM, want 0", o.err)
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("the operator did not exit within a minute of SIGTERM")
+	}
+}
+
+// firstLine is the first line of the log matching pattern ("" for the first line).
+func (o *operator) firstLine(pattern string) string {
+	b, _ := os.ReadFile(o.log)
+	re := regexp.MustCompile(pattern)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if re.MatchString(line) {
+			return line
+		}
+	}
+	return ""
+}
+
+// logHas reports an error unless the log matches every pattern.
+func (o *operator) logHas(patterns ...string) error {
+	b, _ := os.ReadFile(o.log)
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).Match(b) {
+			return fmt.Errorf("the log has no line matching %q", p)
+		}
+	}
+	return nil
+}
+
+// logLines counts the lines of the log matching pattern.
+func (o *operator) logLines(pattern string) int {
+	b, _ := os.ReadFile(o.log)
+	return len(regexp.MustCompile(`(?m)`+pattern).FindAll(b, -1))
+}
+
+// logTime is the timestamp of the first log line matching pattern.
+func (o *operator) logTime(pattern string) time.Time {
+	ts, _, _ := strings.Cut(o.firstLine(pattern), "\t")
+	t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
+	return t
+}
+
+// waitForLog waits until the operator's log matches pattern and returns when
+// it first saw it.
+func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
+	l.t.Helper()
+	return l.waitFor(what, timeout, 20*time.Millisecond, func() error { return o.logHas(pattern) })
+}
+
+// metric adds up the samples of a Prometheus metric whose labels match (all
+// of them if match is nil); -1 if the operator does not answer.
+func (o *operator) metric(name string, match func(labels string) bool) float64 {
+	resp, err := http.Get(o.metricsURL + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		labels, value, _ := strings.Cut(strings.TrimPrefix(line, name), " ")
+		if match != nil && !match(labels) {
+			continue
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		sum += v
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return sum
+}
+
+var writeMethod = regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`)
+
+// writes is how many writes the operator's client has sent.
+func (o *operator) writes() float64 {
+	return o.metric("rest_client_requests_total", writeMethod.MatchString)
+}
+
+// waitMetric polls a counter until it reaches at least min, and returns when.
+func (l *lesson) waitMetric(o *operator, name string, min float64) time.Time {
+	l.t.Helper()
+	return l.waitFor(fmt.Sprintf("%s reaches %v", name, min), 10*time.Minute, 10*time.Millisecond, func() error {
+		if o.exited() {
+			return errors.New("the operator exited")
+		}
+		if got := o.metric(name, nil); got < min {
+			return fmt.Errorf("%v", got)
+		}
+		return nil
+	})
+}
+
+// waitIdle waits until the operator has taken every queued Promocion and
+// finished reconciling it: the positive sign that it has seen, and passed
+// over, what came before.
+func (l *lesson) waitIdle(o *operator) {
+	l.t.Helper()
+	l.waitFor("the operator has nothing queued or in progress", timeout, 50*time.Millisecond, func() error {
+		queued := o.metric("workqueue_depth", func(l string) bool { return strings.Contains(l, `name="promocion"`) })
+		working := o.metric("controller_runtime_active_workers", func(l string) bool { return strings.Contains(l, `controller="promocion"`) })
+		if queued != 0 || working != 0 {
+			return fmt.Errorf("%v queued, %v reconciling", queued, working)
+		}
+		return nil
+	})
+}
+
+// rss reads the process's peak and current resident memory, in MiB.
+func (o *operator) rss(t *testing.T) (peak, now float64) {
+	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := func(field string) float64 {
+		m := regexp.MustCompile(field + `:\s+(\d+) kB`).FindSubmatch(f)
+		if m == nil {
+			t.Fatalf("no %s in /proc/%d/status", field, o.cmd.Process.Pid)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v / 1024
+	}
+	return kb("VmHWM"), kb("VmRSS")
+}
+
+// ----- the API server's audit log -----
+
+// request is one write in the API server's audit log (hack/cluster.sh logs
+// every create, update, patch and delete).
+type request struct {
+	at                time.Time
+	user, userAgent   string
+	verb, uri, object string // object: resource/namespace/name
+	code              int
+}
+
+func (r request) String() string {
+	return fmt.Sprintf("%s %s %s -> %d", r.at.Format(time.StampMicro), r.verb, r.uri, r.code)
+}
+
+// audit returns the writes logged after t that keep says to.
+func (l *lesson) audit(t time.Time, keep func(request) bool) []request {
+	l.t.Helper()
+	f, err := os.Open(filepath.Join(env.clusterDir, "logs", "audit.log"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer f.Close()
+	var rs []request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Verb, RequestURI, UserAgent string
+			User                        struct{ Username string }
+			ObjectRef                   struct{ Resource, Namespace, Name string }
+			ResponseStatus              struct{ Code int }
+			Received                    metav1.MicroTime `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !e.Received.After(t) {
+			continue
+		}
+		r := request{e.Received.Time, e.User.Username, e.UserAgent, e.Verb, strings.Split(e.RequestURI, "?")[0],
+			e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name, e.ResponseStatus.Code}
+		if keep(r) {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// operatorWrites are the writes of operators after t: their user agent is the
+// operator's name, whatever identity they run as.
+func (l *lesson) operatorWrites(t time.Time) []request {
+	return l.audit(t, func(r request) bool { return r.userAgent == "operador-promociones" })
+}
+
+// auditFlushed waits until the audit log holds a write made now, so that it
+// holds every write made before.
+func (l *lesson) auditFlushed() {
+	l.t.Helper()
+	// Named here: the audit log names no object the API server named itself (generateName).
+	sentinel := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": fmt.Sprintf("auditoria-%d", time.Now().UnixNano()), "namespace": "default"}}}
+	if err := l.c.Create(context.Background(), sentinel); err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { _ = l.c.Delete(context.Background(), sentinel) })
+	l.eventually("the audit log is written up to now", func() error {
+		if len(l.audit(time.Time{}, func(r request) bool { return strings.HasSuffix(r.object, "/"+sentinel.GetName()) })) == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+// ----- namespaces and Promociones -----
+
+// namespace creates a namespace whose Pods go to kwok's nodes: the tests that
+// make hundreds of them, or that need no process behind them, use it.
+func (l *lesson) namespace(name string) string {
+	l.kubectl("create", "namespace", name)
+	l.kubectl("annotate", "namespace", name, "scheduler.alpha.kubernetes.io/node-selector=type=kwok")
+	return name
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its garbage
+// collection does not weigh on the next measurement.
+func (l *lesson) deleteNamespace(ns string) {
+	l.kubectl("delete", "namespace", ns, "--timeout=10m")
+}
+
+// parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
+// An object that already exists is not one.
+func (l *lesson) parallel(n, workers int, f func(i int) error) {
+	l.t.Helper()
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		l.t.Fatal(err)
+	}
+}
+
+// createPromociones creates promo-0 to promo-<n-1> in ns, 32 at a time.
+func (l *lesson) createPromociones(ns string, n, replicas int) {
+	l.parallel(n, 32, func(i int) error {
+		return l.c.Create(context.Background(), promocion(ns, i, replicas))
+	})
+}
+
+func promocion(ns string, i, replicas int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+		"metadata": map[string]any{"name": fmt.Sprintf("promo-%d", i), "namespace": ns},
+		"spec":     map[string]any{"banner": fmt.Sprintf("Oferta número %d", i), "replicas": int64(replicas)},
+	}}
+}
+
+// listo counts the Promociones of ns that are Listo.
+func (l *lesson) listo(ns string) int {
+	out, _ := l.tryKubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
+	return strings.Count(out, "Listo")
+}
+
+// waitListo waits until n Promociones of ns are Listo.
+func (l *lesson) waitListo(ns string, n int) {
+	l.t.Helper()
+	l.eventually(fmt.Sprintf("%d Promociones Listo in %s", n, ns), func() error {
+		if got := l.listo(ns); got != n {
+			return fmt.Errorf("%d of %d Listo", got, n)
+		}
+		return nil
+	})
+}
+
+// serviceAccountKubeconfig writes a kubeconfig holding a token for the
+// ServiceAccount sa of default, as a Pod running as sa would have.
+func (l *lesson) serviceAccountKubeconfig(sa string) string {
+	l.t.Helper()
+	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=1h")
+	server := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
+	ca := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	path := filepath.Join(l.tmp, sa+".kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: operador-promociones, user: {token: %q}}]
+contexts: [{name: local, context: {cluster: local, user: operador-promociones, namespace: default}}]
+current-context: local
+`, server, ca, token)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		l.t.Fatal(err)
+	}
+	return path
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// loadOperatorImage builds the operator's image, as make image does, for this
+// machine's platform, and loads it into node-real's containerd.
+func (l *lesson) loadOperatorImage(tag string) {
+	l.t.Helper()
+	tarball := filepath.Join(l.tmp, "operador.tar")
+	build := exec.Command("go", "run", ".", "operator", "-repo", l.root, "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", tarball)
+	build.Dir = filepath.Join(l.root, "hack", "image")
+	if out, err := build.CombinedOutput(); err != nil {
+		l.t.Fatalf("building the image: %v\n%s", err, out)
+	}
+	if out, err := clusterSh("load", tarball).CombinedOutput(); err != nil {
+		l.t.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
+	}
+	l.logf("%s is on node-real", tag)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
