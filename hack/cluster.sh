@@ -86,7 +86,7 @@ start() { # NAME COMMAND...: run COMMAND in the background, logging to logs/NAME
 	shift
 	# A session of its own: Ctrl+C on `make dev`, or a closed terminal, must not
 	# reach the cluster. (No job control here, so setsid execs in place: $! is the binary.)
-	setsid "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$dir/pids/$name"
 }
 
@@ -180,7 +180,6 @@ EOF
 }
 
 start_etcd() {
-	say "starting etcd"
 	start etcd "$bin/etcd" --name default --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
@@ -224,7 +223,6 @@ EOF
 		node_flags=(--advertise-address 127.0.0.1 --enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity
 			--endpoint-reconciler-type none)
 	fi
-	say "starting kube-apiserver"
 	start kube-apiserver "$bin/kube-apiserver" --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
 		--audit-log-maxsize 500 --etcd-servers "http://127.0.0.1:$etcd_port" \
 		--bind-address 127.0.0.1 --secure-port "$api_port" \
@@ -248,6 +246,7 @@ stop_one() {
 
 # start_one NAME: start again a component stopped by stop_one.
 start_one() {
+	say "starting $1"
 	case $1 in
 	etcd) start_etcd ;;
 	kube-apiserver) start_kube_apiserver ;;
@@ -260,38 +259,39 @@ up() {
 		say "already running; export KUBECONFIG=$kubeconfig"
 		return 0
 	fi
-	stop_all # whatever is left of a cluster that is not healthy
-	rm -rf "$dir/etcd" "$dir/logs" "$node_dir"
+	# Start what does not run, and leave what runs: a component that died is
+	# started again on the same data, and its log goes on (the evidence).
 	mkdir -p "$dir/logs" "$dir/pids"
-	port_free kube-apiserver "$api_port"
-	port_free etcd "$etcd_port"
-	port_free etcd "$peer_port"
-	if [ "$real_node" = real ]; then
+	if [ -d "$dir/etcd" ]; then say "starting again what does not run; logs in $dir/logs/"; fi
+	if ! pid_of etcd >/dev/null; then
+		port_free etcd "$etcd_port"
+		port_free etcd "$peer_port"
+	fi
+	pid_of kube-apiserver >/dev/null || port_free kube-apiserver "$api_port"
+	if [ "$real_node" = real ] && ! node_holder >/dev/null; then
 		node_check
-		node_bin=$("$root/hack/node-binaries.sh")
 		node_net_up
 	fi
 	certificates
 	write_kubeconfig "$kubeconfig" "$dir/pki/admin"
 	local p=$dir/pki kc=(--kubeconfig "$kubeconfig")
-	start_etcd
-	start_kube_apiserver
+	up_one etcd || start_etcd
+	up_one kube-apiserver || start_kube_apiserver
 	if [ "$real_node" = real ]; then
-		start forward "$node_dir/forward" "$host_ip:$api_port" "127.0.0.1:$api_port"
+		up_one forward || start forward "$node_dir/forward" "$host_ip:$api_port" "127.0.0.1:$api_port"
 	fi
-	say "starting kube-controller-manager, kube-scheduler and kwok"
-	start kube-controller-manager "$bin/kube-controller-manager" "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
+	up_one kube-controller-manager || start kube-controller-manager "$bin/kube-controller-manager" "${kc[@]}" \
+		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
 		--leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000 \
 		--concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 50
-	start kube-scheduler "$bin/kube-scheduler" "${kc[@]}" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
-		--leader-elect=false --secure-port 0
+	up_one kube-scheduler || start kube-scheduler "$bin/kube-scheduler" "${kc[@]}" \
+		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --leader-elect=false --secure-port 0
 	"$bin/kubectl" kustomize "$kwok_dir/kustomize/stage/fast" >"$dir/kwok-stages.yaml"
 	# kwok plays the kubelet only on the nodes annotated as its own, never on node-real.
-	start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-		--config "$dir/kwok-stages.yaml" \
-		--cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
-	nodes | "$bin/kubectl" "${kc[@]}" apply -f - >"$dir/logs/nodes.log" 2>&1 || fail kube-apiserver "creating the nodes (see $dir/logs/nodes.log)"
+	up_one kwok || start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+		--config "$dir/kwok-stages.yaml" --cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
+	nodes | "$bin/kubectl" "${kc[@]}" apply -f - >>"$dir/logs/nodes.log" 2>&1 || fail kube-apiserver "creating the nodes (see $dir/logs/nodes.log)"
 	wait_for kwok 60 "$bin/kubectl" "${kc[@]}" wait --for=condition=Ready node/node-01 node/node-02 --timeout=1s
 	# The default ServiceAccount appears once the controller-manager runs; Pods need it.
 	wait_for kube-controller-manager 60 "$bin/kubectl" "${kc[@]}" get serviceaccount default -n default
@@ -300,6 +300,13 @@ up() {
 
 	say "running; logs in $dir/logs/"
 	echo "export KUBECONFIG=$kubeconfig"
+}
+
+# up_one NAME: true if NAME runs; if not, say that it will be started.
+up_one() {
+	pid_of "$1" >/dev/null && return 0
+	say "starting $1"
+	return 1
 }
 
 down() {
@@ -311,6 +318,7 @@ down() {
 case ${1:-} in
 up)
 	bin=$("$root/hack/k8s-binaries.sh")
+	if [ "$real_node" = real ]; then node_bin=$("$root/hack/node-binaries.sh"); fi
 	kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 	up
 	;;

@@ -56,6 +56,8 @@ node_check() {
 # which listens on the host's end.
 node_net_up() {
 	say "starting the real node's namespaces ($node_name, $node_ip)"
+	# A node whose namespaces died comes back as a new machine would: empty.
+	rm -rf "$node_dir/var-lib" "$node_dir/var-log"
 	mkdir -p "$node_dir/var-lib" "$node_dir/var-log" "$node_dir/sysctl" "$node_dir/cni" "$node_dir/pause-root"
 	# pause: the node's PID 1 here, and each pod's sandbox in the image of node_up.
 	go build -C "$root/hack/image" -o "$node_dir/pause-root/pause" ./pause
@@ -100,11 +102,19 @@ node_certificates() { # client and serving certificates of the kubelet and kube-
 	) >>"$dir/logs/pki.log" 2>&1 || { say "making the node's certificates failed, see $dir/logs/pki.log"; exit 1; }
 }
 
+# same_or_write FILE: write stdin to FILE, unless FILE holds it already (a
+# running kube-proxy exits when its configuration file changes).
+same_or_write() {
+	local tmp=$1.new
+	cat >"$tmp"
+	if cmp -s "$tmp" "$1"; then rm "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 node_config() {
 	local p=$dir/pki
 	write_kubeconfig "$node_dir/kubelet.kubeconfig" "$p/kubelet" "$host_ip"
 	write_kubeconfig "$node_dir/kube-proxy.kubeconfig" "$p/kube-proxy" "$host_ip"
-	cat >"$node_dir/containerd.toml" <<EOF
+	same_or_write "$node_dir/containerd.toml" <<EOF
 version = 3
 # root and state keep their defaults, /var/lib/containerd and /run/containerd:
 # in the node's mount namespace they are a folder of the cluster and a tmpfs.
@@ -127,7 +137,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     BinaryName = "$node_bin/runc"
     SystemdCgroup = false
 EOF
-	cat >"$node_dir/cni/10-bridge.conflist" <<EOF
+	same_or_write "$node_dir/cni/10-bridge.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "pods",
@@ -138,7 +148,7 @@ EOF
   ]
 }
 EOF
-	cat >"$node_dir/kubelet.yaml" <<EOF
+	same_or_write "$node_dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$node_dir/containerd.sock
@@ -166,7 +176,7 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-	cat >"$node_dir/kube-proxy.yaml" <<EOF
+	same_or_write "$node_dir/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $node_dir/kube-proxy.kubeconfig}
@@ -176,6 +186,7 @@ clusterCIDR: $pod_cidr
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 iptables: {localhostNodePorts: false}
+nodePortAddresses: [primary]
 # 0 leaves the machine's conntrack settings as they are.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
@@ -210,19 +221,18 @@ node_load() {
 }
 
 node_up() {
-	say "starting the real node: containerd, kubelet, kube-proxy"
 	node_certificates
 	node_config
 	node_cgroups_up
-	start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
+	up_one containerd || start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
 	wait_for containerd 30 "$node_bin/ctr" --address "$node_dir/containerd.sock" version
 	# The pods' sandbox image, and the stand-in for the default web image.
 	go -C "$root/hack/image" run . dir -o "$node_dir/pause.tar" -tag localhost/pause:go -user 65535:65535 \
 		-entrypoint '["/pause"]' "$node_dir/pause-root" >>"$dir/logs/images.log"
 	node_load "$node_dir/pause.tar" "$("$root/hack/web-image.sh")"
-	start_in_node kubelet "$bin/kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubelet.kubeconfig" \
+	up_one kubelet || start_in_node kubelet "$bin/kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubelet.kubeconfig" \
 		--hostname-override "$node_name" --node-ip "$node_ip" --node-labels type=real
-	start_in_node kube-proxy "$bin/kube-proxy" --config "$node_dir/kube-proxy.yaml"
+	up_one kube-proxy || start_in_node kube-proxy "$bin/kube-proxy" --config "$node_dir/kube-proxy.yaml"
 	wait_for kubelet 60 "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node_name" --timeout=1s
 	wait_for kube-proxy 30 in_node curl -sf http://127.0.0.1:10256/healthz
 }

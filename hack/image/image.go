@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -20,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -259,116 +259,69 @@ func tarDir(root string, mtime time.Time) ([]byte, error) {
 // writeArchive writes idx as a tarball that is at once an OCI image layout (for
 // ctr images import, podman load, and Docker 25 and later) and a docker-archive
 // whose manifest.json names the image for the platform loadAs (for docker load
-// with the classic image store, and crane push). Entries are in a fixed order
-// with fixed times, so the same index always gives the same bytes.
+// with the classic image store, and crane push). tarDir fixes the order and the
+// times, so the same index always gives the same bytes.
 func writeArchive(w io.Writer, idx v1.ImageIndex, tag name.Tag, loadAs v1.Platform, mtime time.Time) error {
-	blobs := map[string][]byte{}
-	addBlob := func(h v1.Hash, b []byte) string {
-		p := path.Join("blobs", h.Algorithm, h.Hex)
-		blobs[p] = b
-		return p
-	}
-	raw, err := idx.RawManifest()
+	dir, err := os.MkdirTemp("", "operador-layout-")
 	if err != nil {
 		return err
 	}
-	idxDigest, err := idx.Digest()
+	defer os.RemoveAll(dir)
+	l, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	addBlob(idxDigest, raw)
+	err = l.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          tag.String(),
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+	}))
+	if err != nil {
+		return err
+	}
+	docker, err := dockerManifest(idx, tag, loadAs)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), docker, 0o644); err != nil {
+		return err
+	}
+	b, err := tarDir(dir, mtime)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// dockerManifest is the manifest.json of a docker-archive holding idx's image
+// for platform p, whose blobs are where the OCI layout keeps them.
+func dockerManifest(idx v1.ImageIndex, tag name.Tag, p v1.Platform) ([]byte, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type dockerEntry struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}
-	var docker []dockerEntry
 	for _, desc := range im.Manifests {
+		if desc.Platform == nil || desc.Platform.OS != p.OS || desc.Platform.Architecture != p.Architecture {
+			continue
+		}
 		img, err := idx.Image(desc.Digest)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		raw, err := img.RawManifest()
+		m, err := img.Manifest()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		addBlob(desc.Digest, raw)
-		cfgName, err := img.ConfigName()
-		if err != nil {
-			return err
+		blob := func(h v1.Hash) string { return path.Join("blobs", h.Algorithm, h.Hex) }
+		entry := struct {
+			Config   string
+			RepoTags []string
+			Layers   []string
+		}{Config: blob(m.Config.Digest), RepoTags: []string{tag.String()}}
+		for _, l := range m.Layers {
+			entry.Layers = append(entry.Layers, blob(l.Digest))
 		}
-		cfg, err := img.RawConfigFile()
-		if err != nil {
-			return err
-		}
-		entry := dockerEntry{Config: addBlob(cfgName, cfg), RepoTags: []string{tag.String()}}
-		layers, err := img.Layers()
-		if err != nil {
-			return err
-		}
-		for _, l := range layers {
-			d, err := l.Digest()
-			if err != nil {
-				return err
-			}
-			rc, err := l.Compressed()
-			if err != nil {
-				return err
-			}
-			b, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				return err
-			}
-			entry.Layers = append(entry.Layers, addBlob(d, b))
-		}
-		if desc.Platform != nil && desc.Platform.OS == loadAs.OS && desc.Platform.Architecture == loadAs.Architecture {
-			docker = append(docker, entry)
-		}
+		return json.Marshal([]any{entry})
 	}
-	if len(docker) != 1 {
-		return fmt.Errorf("the index has %d images for %s/%s, want 1", len(docker), loadAs.OS, loadAs.Architecture)
-	}
-	layoutIndex := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{{
-		MediaType: types.OCIImageIndex, Digest: idxDigest, Size: int64(len(raw)),
-		Annotations: map[string]string{
-			"io.containerd.image.name":          tag.String(),
-			"org.opencontainers.image.ref.name": tag.TagStr(),
-		},
-	}}}
-	tw := tar.NewWriter(w)
-	put := func(name string, b []byte) error {
-		h := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(b)), ModTime: mtime.UTC(), Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		_, err := tw.Write(b)
-		return err
-	}
-	putJSON := func(name string, v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		return put(name, b)
-	}
-	if err := putJSON("oci-layout", map[string]string{"imageLayoutVersion": "1.0.0"}); err != nil {
-		return err
-	}
-	for _, p := range slices.Sorted(maps.Keys(blobs)) {
-		if err := put(p, blobs[p]); err != nil {
-			return err
-		}
-	}
-	if err := putJSON("index.json", layoutIndex); err != nil {
-		return err
-	}
-	if err := putJSON("manifest.json", docker); err != nil {
-		return err
-	}
-	return tw.Close()
+	return nil, fmt.Errorf("the index has no image for %s/%s", p.OS, p.Architecture)
 }

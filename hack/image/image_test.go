@@ -45,14 +45,7 @@ func TestOperatorImage(t *testing.T) {
 		t.Errorf("two builds of the same commit differ")
 	}
 
-	dockerfileSrc, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := parseDockerfile(dockerfileSrc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := repoDockerfile(t)
 	if d.user != "65532:65532" || !slices.Equal(d.entrypoint, []string{"/operador"}) || d.binary != "/operador" {
 		t.Errorf("the Dockerfile says USER %s, ENTRYPOINT %q, binary %s; the lesson has 65532:65532, [/operador], /operador", d.user, d.entrypoint, d.binary)
 	}
@@ -104,6 +97,43 @@ func TestOperatorImage(t *testing.T) {
 	if want, _ := hostImg.ConfigName(); dockerCfg != want {
 		t.Errorf("manifest.json names config %s, the index's linux/amd64 image has %s", dockerCfg, want)
 	}
+}
+
+// .dockerignore lets into a Docker build's context exactly what the
+// Dockerfile copies, so that the cluster's keys and binaries never enter it.
+func TestDockerignoreAllowsOnlyTheSources(t *testing.T) {
+	d := repoDockerfile(t)
+	ignore, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for line := range strings.SplitSeq(string(ignore), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			rules = append(rules, line)
+		}
+	}
+	want := []string{"*"}
+	for _, s := range d.sources {
+		want = append(want, "!"+s)
+	}
+	if !slices.Equal(rules, want) {
+		t.Errorf(".dockerignore says %q; the Dockerfile copies %q, so it should say %q", rules, d.sources, want)
+	}
+}
+
+// repoDockerfile is what the builder reads from the repository's Dockerfile.
+func repoDockerfile(t *testing.T) dockerfile {
+	t.Helper()
+	src, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := parseDockerfile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // checkLayer: one layer, holding one file, the binary at /operador, static and
