@@ -6,7 +6,10 @@ PLATFORMS ?= linux/amd64,linux/arm64
 GO ?= go
 # kubectl on your PATH; `make cluster` and `make dev` use the one they built, bin/kubectl.
 KUBECTL ?= kubectl
-CLUSTER_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
+# The local cluster's folder (and CLUSTER_PORT its API server's port, 16443): hack/cluster.sh reads both.
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+export CLUSTER_DIR
+CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
@@ -85,6 +88,7 @@ dev: cluster ## The lesson for real on the local cluster: the operator's image a
 	@echo "kubectl port-forward svc/rebajas-verano 8080:80          # then open http://localhost:8080"
 
 test: vet deps k8s-binaries ## Run every test: unit, the image, integration against a real API server, and the lesson end to end.
+	$(GO) test -count=1 -short .
 	$(GO) -C hack/image test -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
