@@ -457,7 +457,7 @@ func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 	var at []string
 	var last time.Time
 	for i := range kills {
-		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond)
+		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond) // the fault's timing, at random: no assertion waits on it
 		at = append(at, fmt.Sprintf("%d%%", 100*l.listo(ns)/n))
 		k.kill()
 		last = time.Now()
@@ -489,7 +489,7 @@ func outage(l *lesson, component string, d time.Duration, n int) result {
 	if out, err := clusterSh("stop", component).CombinedOutput(); err != nil {
 		l.t.Fatalf("stopping %s: %v\n%s", component, err, out)
 	}
-	time.Sleep(d - time.Since(stopAt))
+	time.Sleep(d - time.Since(stopAt)) // the outage's length is the fault itself
 	if out, err := clusterSh("start", component).CombinedOutput(); err != nil {
 		l.t.Fatalf("starting %s: %v\n%s", component, err, out)
 	}
@@ -664,7 +664,7 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 			l.t.Fatal(err)
 		}
 		edits++
-		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond) // the pace of the fight
 	}
 	stopped := time.Now()
 	l.converge(ns, untouched, stopped, &r)
@@ -700,7 +700,7 @@ func sameName(l *lesson, rng *rand.Rand, times int) result {
 		if i == times-1 {
 			break
 		}
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // the pace of the recreations
 		if err := l.c.Delete(ctx, p); err != nil {
 			l.t.Fatal(err)
 		}
