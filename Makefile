@@ -81,7 +81,8 @@ dev: cluster ## The lesson for real on the local cluster: the operator's image a
 	$(LOCAL_KUBECTL) wait --for=condition=Ready promocion/rebajas-verano --timeout=180s
 	$(LOCAL_KUBECTL) get promociones,pods -o wide
 	@echo "The page, through the Service's ClusterIP, from node-real:"
-	@hack/cluster.sh node curl -sS "http://$$($(LOCAL_KUBECTL) get service rebajas-verano -o jsonpath='{.spec.clusterIP}')/"
+	@# kube-proxy programs the Service a moment after its pods are Ready; until then it refuses.
+	@hack/cluster.sh node curl -sS --retry 30 --retry-delay 1 --retry-connrefused "http://$$($(LOCAL_KUBECTL) get service rebajas-verano -o jsonpath='{.spec.clusterIP}')/"
 	@echo
 	@echo "export KUBECONFIG=$(CLUSTER_KUBECONFIG)"
 	@echo "kubectl logs -l app=operador-promociones -f              # the operator"

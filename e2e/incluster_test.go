@@ -221,13 +221,18 @@ func (l *lesson) checkPage(banner string) {
 	l.t.Helper()
 	want := "<h1>" + html.EscapeString(banner) + "</h1>"
 	ip := l.kubectl("get", "service", name, "-o", "jsonpath={.spec.clusterIP}")
-	for range 5 { // the Service picks a pod each time: every one must serve it
-		out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), want) {
-			l.t.Fatalf("curl http://%s/ on node-real: %v\n%s", ip, err, out)
+	// kube-proxy follows the Service's endpoints a moment after the pods
+	// change, so the ClusterIP may refuse, or reach a pod on its way out,
+	// until it has caught up.
+	l.eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-real serves %s", ip, want), func() error {
+		for range 5 { // the Service picks a pod each time: every one must serve it
+			out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), want) {
+				return fmt.Errorf("%v: %s", err, out)
+			}
 		}
-	}
-	l.logf("curl http://%s/ (the ClusterIP) on node-real: %s", ip, want)
+		return nil
+	})
 	url, stop := l.portForward()
 	defer stop()
 	if page := httpGet(l.t, url); !strings.Contains(page, want) {
