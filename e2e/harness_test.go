@@ -283,7 +283,7 @@ func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
 // metric adds up the samples of a Prometheus metric whose labels match (all
 // of them if match is nil); -1 if the operator does not answer.
 func (o *operator) metric(name string, match func(labels string) bool) float64 {
-	resp, err := http.Get(o.metricsURL + "/metrics")
+	resp, err := metricsClient.Get(o.metricsURL + "/metrics")
 	if err != nil {
 		return -1
 	}
@@ -306,6 +306,9 @@ func (o *operator) metric(name string, match func(labels string) bool) float64 {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return sum
 }
+
+// metricsClient gives up on an operator that does not answer (a frozen one).
+var metricsClient = &http.Client{Timeout: 5 * time.Second}
 
 var writeMethod = regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`)
 
@@ -429,6 +432,28 @@ func (l *lesson) auditFlushed() {
 		}
 		return nil
 	})
+}
+
+// oracle lists how ns differs from what a fresh operator, running with the
+// web image image ("" for the default), would make of its Promociones
+// (oracle.go, a test-only build of the operator's own code).
+func (l *lesson) oracle(ns, image string) []string {
+	l.t.Helper()
+	args := []string{"-oracle", ns}
+	if image != "" {
+		args = append(args, image)
+	}
+	cmd := exec.Command(env.oracle, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		l.t.Fatalf("the oracle: %v\n%s", err, out)
+	}
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
 // ----- namespaces and Promociones -----

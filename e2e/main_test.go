@@ -27,6 +27,7 @@ import (
 // operator once and starts one cluster, beside any `make cluster` a developer runs.
 var env struct {
 	root, kubectlBin, kubeconfig, operator string
+	oracle, unfenced                       string // test-only builds of the operator (oracle.go, fence_off.go)
 	clusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
 	// realNode: the cluster has node-real, where the Pods of namespaces not
 	// marked for kwok run for real (CLUSTER_NODE=none leaves it out).
@@ -77,11 +78,15 @@ func runE2E(m *testing.M) (int, error) {
 		return 1, err
 	}
 	env.kubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
-	env.operator = filepath.Join(tmp, "operador-promociones")
-	build := exec.Command("go", "build", "-o", env.operator, ".")
-	build.Dir = root
-	if _, err := run(build); err != nil {
-		return 1, err
+	// The operator as it ships; the oracle of the reliability tests, a build of
+	// the same code with oracle.go; and the same without the leader fence.
+	env.operator, env.oracle, env.unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
+	for bin, tags := range map[string]string{env.operator: "", env.oracle: "oracle", env.unfenced: "nofence"} {
+		build := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
+		build.Dir = root
+		if _, err := run(build); err != nil {
+			return 1, err
+		}
 	}
 
 	// One folder and one port for every run: a run killed before its cleanup
@@ -115,14 +120,22 @@ func runE2E(m *testing.M) (int, error) {
 	env.kubeconfig = filepath.Join(env.clusterDir, "kubeconfig")
 	fmt.Printf("cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 
-	// The previous lesson taught the cluster the noun.
-	for _, args := range [][]string{
-		{"apply", "-f", filepath.Join(root, "manifiestos", "crd.yaml")},
-		{"wait", "--for=condition=Established", "--timeout=60s", "crd/promociones.tienda.example.com"},
-	} {
-		if _, err := run(exec.Command(env.kubectlBin, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)); err != nil {
-			return 1, err
+	// The previous lesson taught the cluster the noun. (kubectl wait fails, rather
+	// than waits, on a CRD whose status has no conditions yet: so a poll.)
+	kubectl := func(args ...string) (string, error) {
+		return run(exec.Command(env.kubectlBin, append([]string{"--kubeconfig", env.kubeconfig}, args...)...))
+	}
+	if _, err := kubectl("apply", "-f", filepath.Join(root, "manifiestos", "crd.yaml")); err != nil {
+		return 1, err
+	}
+	if err := poll(time.Minute, 200*time.Millisecond, func() error {
+		out, err := kubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err == nil && out != "True" {
+			err = fmt.Errorf("Established: %q", out)
 		}
+		return err
+	}); err != nil {
+		return 1, errors.Join(err, down())
 	}
 	code := m.Run()
 	return code, down()
