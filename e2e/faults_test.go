@@ -1,0 +1,371 @@
+package e2e
+
+// Faults of the kinds where research found operator bugs (Sieve, OSDI '22;
+// Acto, SOSP '23): a crash between two writes of one reconcile, a stale view
+// of the world, changes the operator never observes one by one, and a
+// network that delays, cuts, throttles or swallows. Each run ends with the
+// oracle and a quiet period (chaos_test.go's converge).
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// identity makes a ServiceAccount of default with the operator's RBAC from
+// manifiestos/rbac.yaml (the ClusterRole, and the Lease's Role in default), so
+// that the API server sees the operator as a production install would: not
+// system:masters, and subject to API Priority and Fairness.
+// Everything goes away when the test ends: the lesson starts without RBAC.
+func (l *lesson) identity(name string) {
+	l.t.Helper()
+	rbac := filepath.Join(l.root, "manifiestos", "rbac.yaml")
+	l.kubectl("apply", "-f", rbac)
+	l.kubectl("create", "serviceaccount", name, "-n", "default")
+	l.kubectl("create", "clusterrolebinding", "caos-"+name, "--clusterrole=operador-promociones", "--serviceaccount=default:"+name)
+	l.kubectl("create", "rolebinding", "caos-"+name, "-n", "default", "--role=operador-promociones-leader-election", "--serviceaccount=default:"+name)
+	l.t.Cleanup(func() {
+		_, _ = l.tryKubectl("delete", "--ignore-not-found", "serviceaccount/"+name, "rolebinding/caos-"+name, "-n", "default")
+		_, _ = l.tryKubectl("delete", "--ignore-not-found", "clusterrolebinding/caos-"+name)
+		_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", rbac)
+	})
+}
+
+// change is a step of a scenario: something the user does to the Promocion
+// promo-0 of ns, or to its children.
+type change struct {
+	what string
+	do   func(l *lesson, ns string)
+}
+
+// crashScenarios are the changes whose every write is a crash point.
+var crashScenarios = []change{
+	{"create", func(l *lesson, ns string) { l.createPromociones(ns, 1, 3) }},
+	{"banner change", func(l *lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
+	{"replicas 3, 0, 5, unset", func(l *lesson, ns string) {
+		for _, r := range []string{"0", "5", "null"} {
+			l.kubectl("patch", "promocion", "promo-0", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":`+r+`}}`)
+		}
+	}},
+	{"a child deleted", func(l *lesson, ns string) { l.kubectl("delete", "deployment", "promo-0", "-n", ns) }},
+	{"a child relabelled", func(l *lesson, ns string) {
+		l.kubectl("patch", "configmap", "promo-0-html", "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":null,"ownerReferences":null}}`)
+	}},
+	{"same-name recreate", func(l *lesson, ns string) {
+		l.kubectl("delete", "promocion", "promo-0", "-n", ns)
+		l.createPromociones(ns, 1, 3)
+	}},
+	{"delete", func(l *lesson, ns string) { l.kubectl("delete", "promocion", "promo-0", "-n", ns) }},
+}
+
+// crashPoints runs each scenario once to count the operator's mutating
+// requests in it, then once for each of them and each side of it: the
+// operator is SIGKILLed right before the k-th is forwarded, or right after the
+// API server answered it and before the answer reached the operator; a new
+// operator is started a second later, and the world must end right. It
+// returns how many crash points it tried.
+func crashPoints(l *lesson, scenarios []change, everyK bool) result {
+	r := result{scenario: "Crash points", faults: "SIGKILL right before, or right after, each of the operator's writes in: "}
+	var names []string
+	for _, sc := range scenarios {
+		names = append(names, sc.what)
+	}
+	r.faults += strings.Join(names, "; ")
+	l.identity("caos-operador")
+	p := l.startProxy("caos-operador")
+	kubeconfig := p.kubeconfig(l)
+	run := 0
+	for _, sc := range scenarios {
+		count := func(k int, before bool) int { // one run; returns the mutations the scenario made
+			run++
+			ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-punto-%d", run))
+			p.set(faults{})
+			sup := l.kubelet(fmt.Sprintf("punto-%d", run), kubeconfig, "--namespace="+ns)
+			sup.waitRunning(time.Time{})
+			if sc.what != "create" {
+				l.createPromociones(ns, 1, 3)
+				l.converge(ns, untouched, time.Now(), &result{})
+			}
+			p.mutations.Store(0)
+			crashed := make(chan struct{})
+			p.set(faults{crash: func(n int, side bool) bool {
+				if n != k || side != before {
+					return false
+				}
+				sup.kill()
+				close(crashed)
+				return true
+			}})
+			start := time.Now()
+			sc.do(l, ns)
+			if k > 0 {
+				select {
+				case <-crashed:
+				case <-time.After(timeout):
+					l.t.Errorf("%s: crash point %d never came", sc.what, k)
+				}
+			}
+			var res result
+			l.converge(ns, untouched, start, &res)
+			p.set(faults{})
+			r.checked += res.checked
+			r.wrong += res.wrong
+			r.converged = max(r.converged, res.converged)
+			sup.stop()
+			l.kubectl("delete", "namespace", ns, "--wait=false")
+			return int(p.mutations.Load())
+		}
+		writes := count(0, false)
+		last := writes
+		if !everyK {
+			last = min(writes, 2)
+		}
+		for k := 1; k <= last; k++ {
+			for _, before := range []bool{true, false} {
+				count(k, before)
+				r.cases++
+			}
+		}
+		l.logf("%s: %d writes; crashed before and after each of %d", sc.what, writes, last)
+	}
+	r.notes = fmt.Sprintf("%d crash points tried, each ended right", r.cases)
+	return r
+}
+
+// ----- stale views and unobserved states -----
+
+// staleRestart starts an operator whose first view of ns is as it was before
+// three changes that the oracle judges by the current state: a Promocion
+// deleted and made again under its name, a banner changed twice, and a child
+// taken by another owner. The proxy refuses its informers' watch-lists and
+// serves their fallback lists at the old resourceVersion; the watches then
+// catch up from there. No write made on the stale view may survive.
+func staleRestart(l *lesson) result {
+	r := result{scenario: "Stale view at start-up", faults: "an operator started on a view from before a same-name recreate, two banner changes and a child taken by another owner, then catching up"}
+	ns, untouched := l.scenarioNamespace("caos-antiguo")
+	l.identity("caos-operador")
+	p := l.startProxy("caos-operador")
+	kubeconfig := p.kubeconfig(l)
+	before := l.start(launch{who: "antes", kubeconfig: kubeconfig, args: []string{"--namespace=" + ns}})
+	l.createPromociones(ns, 3, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+	before.stop(l.t)
+
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("ConfigMapList")
+	if err := l.c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		l.t.Fatal(err)
+	}
+	old := list.GetResourceVersion() // the whole cluster's, as of now
+	l.kubectl("delete", "promocion", "promo-0", "-n", ns)
+	l.c.Create(context.Background(), promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
+	l.setBanner(ns, "promo-1", "primer cambio")
+	l.setBanner(ns, "promo-1", "segundo cambio")
+	// promo-2's Service taken by someone else: the operator must leave it alone.
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
+	if err := l.c.Create(context.Background(), owner); err != nil {
+		l.t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"otro-dueno","uid":%q,"controller":true}]}}`, owner.UID)
+	l.kubectl("patch", "service", "promo-2", "-n", ns, "--type=merge", "-p", patch)
+	l.kubectl("delete", "promocion", "promo-2", "-n", ns, "--wait=true")
+
+	p.set(faults{staleFrom: old})
+	start := time.Now()
+	o := l.start(launch{who: "viejo", kubeconfig: kubeconfig, args: []string{"--namespace=" + ns}})
+	l.converge(ns, untouched, start, &r)
+	o.stop(l.t)
+	writes := l.audit(start, func(w request) bool {
+		return w.userAgent == "operador-promociones" && strings.Contains(w.uri, "/namespaces/"+ns+"/")
+	})
+	refused := 0
+	for _, w := range writes {
+		if w.code >= 400 {
+			refused++
+		}
+	}
+	r.cases = 1
+	r.notes = fmt.Sprintf("its first lists were served at resourceVersion %s; on the way it wrote %d times (%d refused by the API server), and the end is right", old, len(writes), refused)
+	return r
+}
+
+// laggingWatches delivers every watch event to the operator delay late, while
+// its reads that bypass the cache (the one after a create finds the name
+// taken) go through at once: for seconds it acts on a view that is behind,
+// while a banner changes twice, a child is deleted, a Promocion is deleted and
+// made again under its name, and another is scaled to 0.
+func laggingWatches(l *lesson, delay time.Duration) result {
+	r := result{scenario: "Stale view: lagging watches", faults: fmt.Sprintf("every watch event delivered %s late, reads outside the cache at once, while a banner changes twice, a child is deleted, a Promocion is made again under its name and another scaled to 0", delay)}
+	ns, untouched := l.scenarioNamespace("caos-retraso")
+	l.identity("caos-operador")
+	p := l.startProxy("caos-operador")
+	o := l.start(launch{who: "retrasado", kubeconfig: p.kubeconfig(l), args: []string{"--namespace=" + ns}})
+	l.createPromociones(ns, 4, 2)
+	l.converge(ns, untouched, time.Now(), &result{})
+	p.set(faults{watchDelay: delay})
+	// Each change lands while the operator still reconciles the one before
+	// on its late view.
+	l.setBanner(ns, "promo-0", "primer cambio")
+	l.setBanner(ns, "promo-0", "segundo cambio")
+	l.kubectl("delete", "deployment", "promo-1", "-n", ns)
+	l.kubectl("delete", "promocion", "promo-2", "-n", ns)
+	l.c.Create(context.Background(), promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
+	l.kubectl("patch", "promocion", "promo-3", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
+	last := time.Now()
+	l.converge(ns, untouched, last, &r)
+	if r.converged < delay { // the operator can only learn of the last change from a late event
+		l.t.Errorf("right %s after the last change, sooner than the lag of %s: the watches did not lag", r.converged, delay)
+	}
+	p.set(faults{})
+	if o.exited() {
+		l.t.Errorf("the operator exited (%v): it should ride it out", o.err)
+	}
+	o.stop(l.t)
+	r.cases = 5
+	r.notes = "5 changes made on a view that lagged; the end is right"
+	return r
+}
+
+// heldWatches holds every watch stream of a running operator while 20
+// changes are made, then lets them flow: the operator sees the end of it,
+// not each step.
+func heldWatches(l *lesson, n int) result {
+	r := result{scenario: "Unobserved states", faults: fmt.Sprintf("watches held while %d changes happen (banners, replicas, deletes and recreates), then released", n)}
+	ns, untouched := l.scenarioNamespace("caos-invisible")
+	l.identity("caos-operador")
+	p := l.startProxy("caos-operador")
+	o := l.start(launch{who: "retenido", kubeconfig: p.kubeconfig(l), args: []string{"--namespace=" + ns}})
+	l.createPromociones(ns, 4, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+	p.hold()
+	for i := range n {
+		name := fmt.Sprintf("promo-%d", i%4)
+		switch i % 4 {
+		case 0:
+			l.setBanner(ns, name, fmt.Sprintf("cambio %d", i))
+		case 1:
+			l.kubectl("patch", "promocion", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%3))
+		case 2:
+			l.kubectl("delete", "promocion", name, "-n", ns)
+			l.c.Create(context.Background(), promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
+		default:
+			l.kubectl("delete", "deployment", name, "-n", ns, "--ignore-not-found") // gone already if deleted before: nothing sees it
+		}
+	}
+	p.release()
+	start := time.Now()
+	l.converge(ns, untouched, start, &r)
+	o.stop(l.t)
+	r.cases = n
+	r.notes = fmt.Sprintf("%d changes made while its watches were held; released, it went straight to the last state", n)
+	return r
+}
+
+// network runs an operator through one kind of network fault while
+// Promociones change, then without it, and checks the world and the rate of
+// its requests.
+func network(l *lesson, name string, f faults, during time.Duration) result {
+	r := result{scenario: "Network: " + name}
+	ns, untouched := l.scenarioNamespace("caos-red-" + strings.ReplaceAll(strings.ToLower(name), " ", "-"))
+	l.identity("caos-operador")
+	p := l.startProxy("caos-operador")
+	o := l.start(launch{who: "red", kubeconfig: p.kubeconfig(l), args: []string{"--namespace=" + ns}})
+	l.createPromociones(ns, 5, 1)
+	l.converge(ns, untouched, time.Now(), &result{})
+
+	p.set(f)
+	before, injected := p.requests.Load(), p.injected.Load()
+	begun := time.Now()
+	for i := 0; time.Since(begun) < during; i++ {
+		l.setBanner(ns, fmt.Sprintf("promo-%d", i%5), fmt.Sprintf("cambio %d bajo %s", i, name))
+		time.Sleep(during / 10) // the pace of the changes
+	}
+	rateDuring := float64(p.requests.Load()-before) / time.Since(begun).Seconds()
+	p.set(faults{})
+	if injected = p.injected.Load() - injected; injected == 0 {
+		l.t.Errorf("%s: the proxy injected nothing", name)
+	}
+	start := time.Now()
+	l.converge(ns, untouched, start, &r)
+	afterFrom, afterCount := time.Now(), p.requests.Load()
+	time.Sleep(3 * time.Second) // the measurement: the rate once the fault is gone
+	rateAfter := float64(p.requests.Load()-afterCount) / time.Since(afterFrom).Seconds()
+	if o.exited() {
+		l.t.Errorf("%s: the operator exited (%v): it should ride it out", name, o.err)
+	}
+	o.stop(l.t)
+	r.cases = int(injected)
+	r.faults = fmt.Sprintf("%s for %s while banners change", name, during)
+	r.notes = fmt.Sprintf("%d of its requests or watch streams hit by the fault; its requests: %.1f/s during, %.1f/s after", injected, rateDuring, rateAfter)
+	return r
+}
+
+// blackhole swallows every request of a leading operator with work in flight
+// for d: it cannot renew its Lease, a standby (reaching the API server
+// directly) takes over, and the audit log must show no write of the first
+// after its lease could have passed. Once the network is back it must recover
+// without a restart by hand, and without a storm of requests.
+func blackhole(l *lesson, d time.Duration, n int) result {
+	r := result{scenario: "Network: blackhole", faults: fmt.Sprintf("every request of the leader swallowed for %s while it leads, with %d Promociones in flight", d, n)}
+	ns, untouched := l.scenarioNamespace("caos-agujero")
+	for _, sa := range []string{"caos-a", "caos-b"} {
+		l.identity(sa)
+	}
+	p := l.startProxy("caos-a")
+	lease := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
+	a := l.kubelet("agujero-a", p.kubeconfig(l), lease...)
+	a.waitRunning(time.Time{})
+	l.waitForLog(a.current(), "a leads", `(?i)successfully acquired lease`)
+	b := l.kubelet("agujero-b", l.serviceAccountKubeconfig("caos-b"), lease...)
+	l.waitForLog(b.current(), "b waits", `(?i)attempting to acquire leader lease`)
+
+	l.createPromociones(ns, n, 1) // work in flight when the network goes
+	p.swallow()
+	swallowed := time.Now()
+	before := p.requests.Load()
+	l.waitForLog(b.current(), "b takes over", `(?i)successfully acquired lease`)
+	var ls coordinationLease
+	handover := ls.acquired(l)
+	time.Sleep(d - time.Since(swallowed)) // the length of the blackhole is the fault
+	during := float64(p.requests.Load()-before) / time.Since(swallowed).Seconds()
+	p.release()
+	l.converge(ns, untouched, time.Now(), &r)
+	afterFrom, afterCount := time.Now(), p.requests.Load()
+	time.Sleep(3 * time.Second) // the measurement: the rate once the network is back
+	after := float64(p.requests.Load()-afterCount) / time.Since(afterFrom).Seconds()
+	l.auditFlushed()
+	late := l.audit(handover, func(w request) bool {
+		return w.user == "system:serviceaccount:default:caos-a" && !strings.Contains(w.uri, "/leases/")
+	})
+	if len(late) > 0 {
+		r.wrong += len(late)
+		l.t.Errorf("the swallowed leader wrote after the handover:\n%s", first(late, 10))
+	}
+	a.stop()
+	b.stop()
+	r.cases = 1
+	r.notes = fmt.Sprintf("handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after",
+		handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after)
+	return r
+}
+
+// coordinationLease reads who took the operator's Lease, and when.
+type coordinationLease struct{}
+
+func (coordinationLease) acquired(l *lesson) time.Time {
+	out := l.kubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.acquireTime}")
+	t, err := time.Parse(time.RFC3339Nano, out)
+	if err != nil {
+		l.t.Fatalf("the Lease's acquireTime %q: %v", out, err)
+	}
+	return t
+}
