@@ -131,7 +131,7 @@ func TestChaos(t *testing.T) {
 		scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
 	}
 	scenario("crash-points", func(l *lesson) result { return crashPoints(l, sc.crashScenarios, sc.everyCrashPoint) })
-	scenario("stale-restart", func(l *lesson) result { return staleRestart(l) })
+	scenario("stale-restart", staleRestart)
 	if sc.watchDelay > 0 {
 		scenario("lagging-watches", func(l *lesson) result { return laggingWatches(l, sc.watchDelay) })
 	}
@@ -438,8 +438,9 @@ func exitReason(o *operator) string {
 		return "leader election lost"
 	case strings.Contains(line, "connection refused"):
 		return "API server unreachable at start-up"
-	case line != "":
-		return line[strings.Index(line, "Operator stopped"):]
+	case strings.Contains(line, "Operator stopped"):
+		_, after, _ := strings.Cut(line, "Operator stopped")
+		return "Operator stopped" + after
 	}
 	return fmt.Sprint(o.err)
 }

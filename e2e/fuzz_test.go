@@ -74,7 +74,7 @@ func nextAction(rng *rand.Rand) action {
 			after, _ := l.generation(ns, name)
 			switch {
 			case err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), bad.msg):
-				return what, fmt.Errorf("want a refusal saying %q, got %v", bad.msg, err)
+				return what, fmt.Errorf("want a refusal saying %q, got %w", bad.msg, err)
 			case after != before:
 				return what, fmt.Errorf("refused, yet the Promocion's spec changed (generation %d to %d)", before, after)
 			}

@@ -186,8 +186,8 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
 	if f := os.Getenv("E2E_PROXY_TRACE"); f != "" {
 		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintf(fh, "%s %s %s\n", time.Now().Format("15:04:05.000"), r.Method, r.URL.RequestURI())
-			fh.Close()
+			_, _ = fmt.Fprintf(fh, "%s %s %s\n", time.Now().Format("15:04:05.000"), r.Method, r.URL.RequestURI())
+			_ = fh.Close()
 		}
 	}
 	f := p.faults()
