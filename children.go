@@ -280,7 +280,7 @@ func onlyConflicts(err error) bool {
 // every tells whether each error joined in err (errors.Join, or wrapped with
 // %w around a join) satisfies is; some, whether one does.
 func every(err error, is func(error) bool) bool {
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // it walks the wrap tree itself, as errors.As does
 	case interface{ Unwrap() []error }:
 		for _, inner := range e.Unwrap() {
 			if !every(inner, is) {

@@ -210,7 +210,7 @@ func TestComputeStatus(t *testing.T) {
 					t.Errorf("%s condition %+v, want present: %v", typ, c, want)
 				}
 			}
-			if tc.err == owned && !strings.Contains(ready.Message, "rebajas-verano-html") {
+			if errors.Is(tc.err, owned) && !strings.Contains(ready.Message, "rebajas-verano-html") {
 				t.Errorf("the message does not name the child: %q", ready.Message)
 			}
 		})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,8 +20,6 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,28 +206,5 @@ func eventually(t *testing.T, what string, check func() error) {
 			t.Fatalf("%s: still not true after %s: %v", what, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// readManifests decodes every object in a multi-document YAML file.
-func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
 	}
 }

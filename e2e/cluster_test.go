@@ -47,7 +47,7 @@ func TestClusterFailsCleanly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer ln.Close()
+			defer func() { _ = ln.Close() }()
 			port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 			dir := t.TempDir()
 			out, err := up(dir, port)

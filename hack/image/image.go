@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -79,7 +80,7 @@ func (d dockerfile) compile(repo string, p v1.Platform, out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer func() { _ = os.RemoveAll(stage) }()
 	for _, pattern := range d.sources {
 		files, err := filepath.Glob(filepath.Join(repo, pattern))
 		if err != nil || len(files) == 0 {
@@ -126,7 +127,7 @@ func operatorIndex(repo string, platforms []v1.Platform, m meta) (v1.ImageIndex,
 	}
 	d, err := parseDockerfile(src)
 	if err != nil {
-		return nil, fmt.Errorf("Dockerfile: %w", err)
+		return nil, fmt.Errorf("reading the Dockerfile: %w", err)
 	}
 	var images []v1.Image
 	for _, p := range platforms {
@@ -134,7 +135,7 @@ func operatorIndex(repo string, platforms []v1.Platform, m meta) (v1.ImageIndex,
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(rootfs)
+		defer func() { _ = os.RemoveAll(rootfs) }()
 		if err := d.compile(repo, p, filepath.Join(rootfs, strings.TrimPrefix(d.binary, "/"))); err != nil {
 			return nil, err
 		}
@@ -246,7 +247,7 @@ func tarDir(root string, mtime time.Time) ([]byte, error) {
 				return nil, err
 			}
 			_, err = io.Copy(tw, f)
-			f.Close()
+			err = errors.Join(err, f.Close())
 			if err != nil {
 				return nil, err
 			}
@@ -266,7 +267,7 @@ func writeArchive(w io.Writer, idx v1.ImageIndex, tag name.Tag, loadAs v1.Platfo
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	l, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err

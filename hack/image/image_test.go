@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -72,7 +73,7 @@ func TestOperatorImage(t *testing.T) {
 		if cf.Config.User != d.user || !slices.Equal(cf.Config.Entrypoint, d.entrypoint) {
 			t.Errorf("%s: USER %q ENTRYPOINT %q, want the Dockerfile's %q %q", desc.Platform, cf.Config.User, cf.Config.Entrypoint, d.user, d.entrypoint)
 		}
-		if !cf.Created.Time.Equal(time.Unix(epoch, 0)) {
+		if !cf.Created.Equal(time.Unix(epoch, 0)) {
 			t.Errorf("%s: created %s, want SOURCE_DATE_EPOCH", desc.Platform, cf.Created)
 		}
 		if got := cf.Config.Labels["org.opencontainers.image.revision"]; got != "0123abc" {
@@ -148,12 +149,12 @@ func checkLayer(t *testing.T, img v1.Image, arch string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	tr := tar.NewReader(rc)
 	var names []string
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

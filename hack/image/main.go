@@ -14,6 +14,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -115,9 +116,7 @@ func run(args []string) error {
 		return err
 	}
 	if err := writeArchive(f, idx, ref, host, m.created); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
+		return errors.Join(err, f.Close(), os.Remove(tmp))
 	}
 	if err := f.Close(); err != nil {
 		return err

@@ -33,13 +33,13 @@ func main() {
 }
 
 func pipe(c *net.TCPConn, target string) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	t, err := net.Dial("tcp", target)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "forward:", err)
 		return
 	}
-	defer t.Close()
+	defer func() { _ = t.Close() }()
 	done := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(t, c)
