@@ -13,7 +13,7 @@ CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run install uninstall deploy undeploy image docker-build docker-push fmt vet deps test e2e bench chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer deploy undeploy image docker-build docker-push fmt vet lint deps test e2e bench chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,8 +30,13 @@ install: ## Install the Promocion CRD into the current cluster.
 uninstall: ## Remove the Promocion CRD (and with it every Promocion).
 	$(KUBECTL) delete --ignore-not-found -f manifiestos/crd.yaml
 
-deploy: ## Apply manifiestos/: CRD, ServiceAccount, RBAC and the operator's Deployment.
-	$(KUBECTL) apply -f manifiestos/
+INSTALLER ?= dist/install.yaml
+
+build-installer: ## Write dist/install.yaml: manifiestos/ in one file, with the operator's image set to IMG.
+	hack/installer.sh $(IMG) $(INSTALLER) $(KUBECTL)
+
+deploy: build-installer ## Apply dist/install.yaml (manifiestos/ with the image IMG): CRD, RBAC, roles, metrics and the operator's Deployment.
+	$(KUBECTL) apply -f $(INSTALLER)
 
 undeploy: ## Delete what deploy applied.
 	$(KUBECTL) delete --ignore-not-found -f manifiestos/
@@ -56,6 +61,10 @@ vet: ## Run go vet, and check that the code is formatted.
 	@# The variants built only for tests: the oracle, the fence compiled out, the unscoped cache.
 	$(GO) vet -tags oracle,nofence,unscoped .
 	$(GO) -C hack/image vet ./...
+
+lint: ## Run golangci-lint (.golangci.yml) on the operator and hack/image; any finding fails.
+	lint=$$(hack/check-tools.sh)/golangci-lint && $$lint run ./... && \
+		cd hack/image && $$lint run --config $(CURDIR)/.golangci.yml ./...
 
 deps: ## Install the Debian packages that the real node and the tests need (iptables, chromium, podman...), if missing.
 	@hack/debian-packages.sh node test
@@ -90,8 +99,9 @@ dev: cluster ## The lesson for real on the local cluster: the operator's image a
 	@echo "kubectl logs -l app=operador-promociones -f              # the operator"
 	@echo "kubectl port-forward svc/rebajas-verano 8080:80          # then open http://localhost:8080"
 
-test: vet deps k8s-binaries ## Run every test: unit, the image, integration against a real API server, and the lesson end to end.
+test: vet lint deps k8s-binaries ## Run every test: unit, the image, integration against a real API server, and the lesson end to end.
 	$(GO) test -count=1 -short .
+	$(GO) test -count=1 ./manifiestos/monitoring/
 	$(GO) -C hack/image test -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e

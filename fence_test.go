@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -171,46 +170,28 @@ func TestFencedWriteEndsAtTheDeadline(t *testing.T) {
 	tr := fencedTransport{f, http.DefaultTransport}
 	start := time.Now()
 	req, _ := http.NewRequest(http.MethodPost, hang.URL, nil)
-	_, err := tr.RoundTrip(req)
+	resp, err := tr.RoundTrip(req)
+	closeBody(resp)
 	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
 		t.Errorf("a write to a server that hangs ended after %s with %v, want the deadline (0.5 s) to end it", took, err)
 	}
 	// That took 0.5 s: the renew deadline (0.2 s) has passed, and the fence is closed.
-	if _, err := tr.RoundTrip(req); !errors.Is(err, errNotLeader) {
+	if resp, err := tr.RoundTrip(req); !errors.Is(err, errNotLeader) {
+		closeBody(resp)
 		t.Errorf("a write past the renew deadline: %v, want %v", err, errNotLeader)
 	}
 	get, _ := http.NewRequest(http.MethodGet, hang.URL, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := tr.RoundTrip(get.WithContext(ctx)); errors.Is(err, errNotLeader) {
+	resp, err = tr.RoundTrip(get.WithContext(ctx))
+	closeBody(resp)
+	if errors.Is(err, errNotLeader) {
 		t.Errorf("a read past the renew deadline was refused")
 	}
 }
 
-// The lease timings must leave room for the fence and for client-go's retries;
-// start-up refuses those that do not, saying why.
-func TestLeaderElectionFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string // in the error; "" for none
-	}{
-		{[]string{"--leader-elect"}, ""}, // the defaults: 30 s, 20 s, 4 s
-		{[]string{"--leader-elect", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}, ""},
-		{[]string{"--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=2s"}, ""}, // no leader election: not used
-		{[]string{"--leader-elect", "--leader-elect-lease-duration=21s"}, "at least 2s longer than --leader-elect-renew-deadline (20s)"},
-		{[]string{"--leader-elect", "--leader-elect-renew-deadline=30s"}, "at least 2s longer"},
-		{[]string{"--leader-elect", "--leader-elect-retry-period=20s"}, "must be longer than 1.2 × --leader-elect-retry-period (20s)"},
-		{[]string{"--leader-elect", "--leader-elect-retry-period=0s"}, "must be positive"},
-	} {
-		var f flags
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		f.bind(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		err := f.validate()
-		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
-		}
+func closeBody(resp *http.Response) {
+	if resp != nil {
+		_ = resp.Body.Close()
 	}
 }

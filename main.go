@@ -5,11 +5,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -160,6 +163,7 @@ func applyChild[T any, P interface {
 	case apierrors.IsConflict(err):
 		return nil, nil, err // routine: Reconcile requeues, without an event if nothing else failed
 	case err != nil:
+		countApplyError(gvk.Kind, err)
 		err = fmt.Errorf("%s %s: %w", gvk.Kind, name, err)
 		if !namespaceTerminating(err) { // an Event there would be refused too
 			reason, msg := explainApplyError(err)
@@ -168,6 +172,8 @@ func applyChild[T any, P interface {
 		return nil, nil, err
 	case op == controllerutil.OperationResultNone:
 		return child, nil, nil
+	case isDrift(promo):
+		driftCorrections.WithLabelValues(gvk.Kind).Inc()
 	}
 	return child, &childChange{Created: op == controllerutil.OperationResultCreated, Kind: gvk.Kind, Name: name}, nil
 }
@@ -187,10 +193,12 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 	if equality.Semantic.DeepEqual(promo.Status, status) {
 		return nil
 	}
+	before := promo.DeepCopy()
 	promo.Status = status
 	if err := r.Status().Update(ctx, promo); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	observeListo(before, status, time.Now())
 	return nil
 }
 
@@ -265,6 +273,9 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
 	}
+	if err := mgr.Add(fases{reader: mgr.GetCache()}); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -295,6 +306,8 @@ func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *ru
 // flags is what the command line sets.
 type flags struct {
 	metricsAddr, probeAddr  string
+	metricsSecure           bool
+	metricsCertDir          string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -307,7 +320,9 @@ type flags struct {
 }
 
 func (c *flags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint, /metrics over HTTP/1.1; \"0\" turns it off.")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint, /metrics over HTTP/1.1; \"0\" turns it off.")
+	fs.BoolVar(&c.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to clients whose token the API server authenticates and authorizes to get /metrics; false serves plain HTTP to anyone.")
+	fs.StringVar(&c.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the metrics endpoint (a cert-manager Certificate's Secret, mounted); empty: a self-signed certificate made at start-up.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; \"0\" turns them off.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", false, "Elect a leader through the Lease "+operatorName+", so that of several replicas only one reconciles.")
 	fs.StringVar(&c.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease. In a Pod it defaults to the Pod's namespace; out of the cluster it must be set.")
@@ -332,6 +347,18 @@ const minWriteTime = time.Second
 // validate checks what the flags' types cannot: the leader election timings
 // that client-go and the fence rely on.
 func (c *flags) validate() error {
+	if c.metricsCertDir != "" {
+		// controller-runtime falls back to a self-signed certificate when the
+		// files are missing: a typo would go unnoticed.
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(c.metricsCertDir, f)); err != nil {
+				return fmt.Errorf("--metrics-cert-dir: %w", err)
+			}
+		}
+		if !c.metricsSecure {
+			return errors.New("--metrics-cert-dir is for --metrics-secure, which is off")
+		}
+	}
 	if !c.leaderElect {
 		return nil
 	}
@@ -360,7 +387,7 @@ func (c *flags) managerOptions() ctrl.Options {
 	return ctrl.Options{
 		Scheme:                 newScheme(),
 		Controller:             config.Controller{MaxConcurrentReconciles: c.maxConcurrentReconciles},
-		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
+		Metrics:                c.metricsOptions(),
 		HealthProbeBindAddress: c.probeAddr,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// A reconcile that follows the operator's own write waits (a few ms)
@@ -383,6 +410,24 @@ func (c *flags) managerOptions() ctrl.Options {
 		RetryPeriod:                   &c.retryPeriod,
 		GracefulShutdownTimeout:       new(gracefulShutdown),
 	}
+}
+
+// metricsOptions serves /metrics as kubebuilder's scaffold does: over HTTPS,
+// to a client whose bearer token the API server authenticates (TokenReview)
+// and authorizes to get the non-resource URL /metrics (SubjectAccessReview).
+func (c *flags) metricsOptions() metricsserver.Options {
+	o := metricsserver.Options{
+		BindAddress:   c.metricsAddr,
+		SecureServing: c.metricsSecure,
+		// HTTP/1.1 only: HTTP/2's stream handling has had denial-of-service
+		// flaws (CVE-2023-44487, CVE-2023-39325), and a scraper needs none of it.
+		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.NextProtos = []string{"http/1.1"} }},
+	}
+	if c.metricsSecure {
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir = c.metricsCertDir
+	}
+	return o
 }
 
 // stringList is a flag that may be repeated.

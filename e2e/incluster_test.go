@@ -15,6 +15,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const operatorImage = "localhost/operador-promociones:dev"
@@ -38,7 +43,7 @@ func TestLessonInCluster(t *testing.T) {
 	rendered := l.kubectl("kustomize", filepath.Join(l.root, "hack", "local"))
 	var rbac, rest []string
 	for doc := range strings.SplitSeq(rendered, "\n---\n") {
-		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) {
+		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) && regexp.MustCompile(`(?m)^  name: operador-promociones(-leader-election)?$`).MatchString(doc) {
 			rbac = append(rbac, doc)
 		} else {
 			rest = append(rest, doc)
@@ -48,7 +53,7 @@ func TestLessonInCluster(t *testing.T) {
 		t.Fatalf("hack/local renders %d RBAC objects, and the images:\n%s", len(rbac), rendered)
 	}
 	l.t.Cleanup(func() {
-		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml"} {
+		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml"} {
 			_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.root, "manifiestos", f))
 		}
 	})
@@ -125,6 +130,26 @@ func TestLessonInCluster(t *testing.T) {
 	l.kubectl("delete", "deployment", name)
 	l.waitForRow("3", "3", "Listo")
 	l.logf("the new leader recreated the Deployment")
+
+	l.step("7b", "a drain evicts one replica at a time: the PodDisruptionBudget refuses the second")
+	l.eventually("the PodDisruptionBudget allows one disruption", func() error {
+		if got := l.kubectl("get", "pdb", "operador-promociones", "-o", "jsonpath={.status.disruptionsAllowed}"); got != "1" {
+			return fmt.Errorf("disruptionsAllowed %q", got)
+		}
+		return nil
+	})
+	evict := func(pod string) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "default"}}
+		return l.c.SubResource("eviction").Create(context.Background(), p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta})
+	}
+	if err := evict(after[0]); err != nil {
+		t.Fatalf("evicting %s: %v", after[0], err)
+	}
+	if err := evict(after[1]); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "disruption budget") {
+		t.Errorf("evicting the second replica, %s: %v, want a refusal by the disruption budget", after[1], err)
+	}
+	l.waitForOperatorPods(2)
+	l.logf("the first eviction passed, the second was refused (429) until a new replica was Ready")
 
 	l.step("8", "a new banner rolls the pods, and the Service serves the new page")
 	l.kubectl("patch", "promocion", name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
@@ -228,7 +253,7 @@ func (l *lesson) checkPage(banner string) {
 		for range 5 { // the Service picks a pod each time: every one must serve it
 			out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), want) {
-				return fmt.Errorf("%v: %s", err, out)
+				return fmt.Errorf("%w: %s", err, out)
 			}
 		}
 		return nil

@@ -64,7 +64,7 @@ func runE2E(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	run := func(cmd *exec.Cmd) (string, error) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

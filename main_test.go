@@ -1,0 +1,47 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The lease timings must leave room for the fence and for client-go's retries,
+// and a certificate named must be there; start-up refuses what does not hold,
+// saying why.
+func TestFlagsAreChecked(t *testing.T) {
+	certs := t.TempDir()
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certs, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{[]string{"--leader-elect"}, ""}, // the defaults: 30 s, 20 s, 4 s
+		{[]string{"--leader-elect", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}, ""},
+		{[]string{"--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=2s"}, ""}, // no leader election: not used
+		{[]string{"--leader-elect", "--leader-elect-lease-duration=21s"}, "at least 2s longer than --leader-elect-renew-deadline (20s)"},
+		{[]string{"--leader-elect", "--leader-elect-renew-deadline=30s"}, "at least 2s longer"},
+		{[]string{"--leader-elect", "--leader-elect-retry-period=20s"}, "must be longer than 1.2 × --leader-elect-retry-period (20s)"},
+		{[]string{"--leader-elect", "--leader-elect-retry-period=0s"}, "must be positive"},
+		{[]string{"--metrics-cert-dir=" + certs}, ""},
+		{[]string{"--metrics-cert-dir=" + filepath.Join(certs, "typo")}, "--metrics-cert-dir: stat " + filepath.Join(certs, "typo", "tls.crt")},
+		{[]string{"--metrics-cert-dir=" + certs, "--metrics-secure=false"}, "--metrics-cert-dir is for --metrics-secure, which is off"},
+	} {
+		var f flags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		f.bind(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := f.validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
