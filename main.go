@@ -193,7 +193,7 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 	if equality.Semantic.DeepEqual(promo.Status, status) {
 		return nil
 	}
-	before := promo.DeepCopy()
+	before := promo.Status // computeStatus built status on a copy: this one is untouched
 	promo.Status = status
 	if err := r.Status().Update(ctx, promo); err != nil {
 		return fmt.Errorf("updating status: %w", err)

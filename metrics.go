@@ -53,12 +53,13 @@ func isDrift(p *Promocion) bool {
 	return p.Status.ObservedGeneration > 0 && p.Status.ObservedGeneration == p.Generation
 }
 
-// observeListo records how long p was Desplegando, when status makes it Listo.
-func observeListo(p *Promocion, status PromocionStatus, now time.Time) {
-	if p.Status.Fase == FaseListo || status.Fase != FaseListo {
+// observeListo records how long a Promocion was Desplegando, when its status
+// goes from before to after, Listo.
+func observeListo(before, after PromocionStatus, now time.Time) {
+	if before.Fase == FaseListo || after.Fase != FaseListo {
 		return
 	}
-	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(before.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
 		timeToListo.Observe(now.Sub(c.LastTransitionTime.Time).Seconds())
 	}
 }

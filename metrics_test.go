@@ -25,21 +25,21 @@ func timeToListoCount(t *testing.T) uint64 {
 
 func TestObserveListo(t *testing.T) {
 	now := time.Now()
-	deploying := func(since time.Duration) *Promocion {
-		return &Promocion{Status: PromocionStatus{Fase: FaseDesplegando, Conditions: []metav1.Condition{
-			{Type: ConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-since))}}}}
+	deploying := func(since time.Duration) PromocionStatus {
+		return PromocionStatus{Fase: FaseDesplegando, Conditions: []metav1.Condition{
+			{Type: ConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-since))}}}
 	}
 	listo := PromocionStatus{Fase: FaseListo}
 	for _, tc := range []struct {
 		what   string
-		before *Promocion
+		before PromocionStatus
 		after  PromocionStatus
 		counts bool
 	}{
 		{"Desplegando to Listo", deploying(time.Minute), listo, true},
-		{"Listo to Listo", &Promocion{Status: listo}, listo, false},
+		{"Listo to Listo", listo, listo, false},
 		{"Desplegando to Desplegando", deploying(time.Minute), PromocionStatus{Fase: FaseDesplegando}, false},
-		{"no Progressing condition", &Promocion{Status: PromocionStatus{Fase: FaseDesplegando}}, listo, false},
+		{"no Progressing condition", PromocionStatus{Fase: FaseDesplegando}, listo, false},
 	} {
 		before := timeToListoCount(t)
 		observeListo(tc.before, tc.after, now)
