@@ -109,8 +109,9 @@ test: vet lint deps k8s-binaries ## Run every test: unit, the image, integration
 e2e: deps k8s-binaries ## The lesson, Steps 1 to 9, out of and in the cluster, the production tests and short chaos and benchmark runs, on a cluster of their own.
 	$(GO) test -count=1 -timeout 30m -v ./e2e/
 
-bench: k8s-binaries ## Benchmarks at full scale (about 50 minutes); prints a Markdown table, also in bench-results.md.
-	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench-results.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
+bench: k8s-binaries ## Benchmarks at full scale, beside the lesson's operator and a plain client (about 80 minutes): writes BENCHMARKS.md's run and bench/ (data, plots).
+	mkdir -p bench
+	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 90m -v -run 'TestBench$$' ./e2e/
 
 chaos: k8s-binaries ## The chaos suite at full scale (about an hour); prints a Markdown table and writes it into RELIABILITY.md.
 	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/

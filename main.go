@@ -315,6 +315,9 @@ type flags struct {
 	retryPeriod             time.Duration
 	namespaces              stringList
 	maxConcurrentReconciles int
+	qps                     float64
+	burst                   int
+	warmup                  bool
 	webImage                string
 	verbosity               int
 }
@@ -330,6 +333,9 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
 	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
 	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once; BENCHMARKS.md measured 1, 4, 16 and 32.")
+	fs.Float64Var(&c.qps, "kube-api-qps", -1, "Requests per second to the API server, client-side; -1: no client-side limit, API Priority and Fairness arbitrates (BENCHMARKS.md measured the choice).")
+	fs.IntVar(&c.burst, "kube-api-burst", 0, "Requests above --kube-api-qps allowed in a burst (with a --kube-api-qps above 0).")
+	fs.BoolVar(&c.warmup, "leader-elect-warmup", true, "A standby fills its cache before it leads, so that a failover starts reconciling sooner (BENCHMARKS.md measured it).")
 	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
 	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
 	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
@@ -359,6 +365,9 @@ func (c *flags) validate() error {
 			return errors.New("--metrics-cert-dir is for --metrics-secure, which is off")
 		}
 	}
+	if c.qps != -1 && (c.qps <= 0 || c.burst < 1) {
+		return errors.New("--kube-api-qps must be -1 (no client-side limit) or above 0 with a --kube-api-burst of 1 or more")
+	}
 	if !c.leaderElect {
 		return nil
 	}
@@ -376,6 +385,13 @@ func (c *flags) validate() error {
 	return nil
 }
 
+// restConfig sets the client-side limit on cfg: by default none, as
+// controller-runtime leaves it, for API Priority and Fairness to arbitrate.
+func (c *flags) restConfig(cfg *rest.Config) *rest.Config {
+	cfg.QPS, cfg.Burst = float32(c.qps), c.burst
+	return cfg
+}
+
 func (c *flags) managerOptions() ctrl.Options {
 	var namespaces map[string]cache.Config
 	for _, ns := range c.namespaces {
@@ -386,7 +402,7 @@ func (c *flags) managerOptions() ctrl.Options {
 	}
 	return ctrl.Options{
 		Scheme:                 newScheme(),
-		Controller:             config.Controller{MaxConcurrentReconciles: c.maxConcurrentReconciles},
+		Controller:             config.Controller{MaxConcurrentReconciles: c.maxConcurrentReconciles, EnableWarmup: &c.warmup},
 		Metrics:                c.metricsOptions(),
 		HealthProbeBindAddress: c.probeAddr,
 		Client: client.Options{Cache: &client.CacheOptions{
@@ -468,7 +484,7 @@ func main() {
 	klog.SetLogger(logger) // client-go logs through klog; send it to the same place
 	logger.Info("operador-promociones arrancando")
 
-	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), c.managerOptions(), c.webImage); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), c.restConfig(ctrl.GetConfigOrDie()), c.managerOptions(), c.webImage); err != nil {
 		logger.Error(err, "Operator stopped")
 		os.Exit(1)
 	}

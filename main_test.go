@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 // The lease timings must leave room for the fence and for client-go's retries,
-// and a certificate named must be there; start-up refuses what does not hold,
+// a certificate named must be there, and a client-side limit must be one
+// client-go can keep; start-up refuses what does not hold,
 // saying why.
 func TestFlagsAreChecked(t *testing.T) {
 	certs := t.TempDir()
@@ -32,6 +35,10 @@ func TestFlagsAreChecked(t *testing.T) {
 		{[]string{"--metrics-cert-dir=" + certs}, ""},
 		{[]string{"--metrics-cert-dir=" + filepath.Join(certs, "typo")}, "--metrics-cert-dir: stat " + filepath.Join(certs, "typo", "tls.crt")},
 		{[]string{"--metrics-cert-dir=" + certs, "--metrics-secure=false"}, "--metrics-cert-dir is for --metrics-secure, which is off"},
+		{[]string{"--kube-api-qps=20", "--kube-api-burst=30"}, ""},
+		{[]string{"--kube-api-qps=-1"}, ""}, // the default: no client-side limit
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps must be -1 (no client-side limit) or above 0"},
+		{[]string{"--kube-api-qps=20"}, "with a --kube-api-burst of 1 or more"},
 	} {
 		var f flags
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -40,6 +47,9 @@ func TestFlagsAreChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := f.validate()
+		if cfg := f.restConfig(&rest.Config{}); err == nil && (float64(cfg.QPS) != f.qps || cfg.Burst != f.burst) {
+			t.Errorf("%s: the client gets QPS %v and burst %d", strings.Join(tc.args, " "), cfg.QPS, cfg.Burst)
+		}
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}

@@ -191,6 +191,9 @@ type launch struct {
 	// plainMetricsOnly: a build from before --metrics-secure, which serves
 	// plain HTTP and knows no such flag.
 	plainMetricsOnly bool
+	// flagless: a binary that takes no flags (the lesson's operator), whose
+	// metrics are on controller-runtime's default :8080.
+	flagless bool
 }
 
 // start runs an operator process, its metrics and probes on free ports of
@@ -212,6 +215,8 @@ func (l *lesson) start(s launch) *operator {
 		o.metricsURL, flags = "https://"+metrics, flags[:2]
 	case s.plainMetricsOnly:
 		flags = flags[:2]
+	case s.flagless:
+		o.metricsURL, o.probesURL, flags = "http://127.0.0.1:8080", "", nil
 	}
 	f, err := os.Create(o.log)
 	if err != nil {
@@ -412,8 +417,14 @@ func (l *lesson) audit(t time.Time, keep func(request) bool) []request {
 		l.t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
+	return readAudit(f, t, keep)
+}
+
+// readAudit reads audit log lines from r: the writes logged after t that
+// keep says to.
+func readAudit(r io.Reader, t time.Time, keep func(request) bool) []request {
 	var rs []request
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var e struct {
@@ -561,7 +572,7 @@ func (l *lesson) waitListo(ns string, n int) {
 // ServiceAccount sa of default, as a Pod running as sa would have.
 func (l *lesson) serviceAccountKubeconfig(sa string) string {
 	l.t.Helper()
-	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=1h")
+	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=3h")
 	server := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
 	ca := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
 	path := filepath.Join(l.tmp, sa+".kubeconfig")

@@ -28,6 +28,7 @@ import (
 var env struct {
 	root, kubectlBin, kubeconfig, operator string
 	oracle, unfenced                       string // test-only builds of the operator (oracle.go, fence_off.go)
+	leccion                                string // the lesson's operator, the benchmark's peer (testdata/leccion)
 	clusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
 	// realNode: the cluster has node-real, where the Pods of namespaces not
 	// marked for kwok run for real (CLUSTER_NODE=none leaves it out).
@@ -81,8 +82,12 @@ func runE2E(m *testing.M) (int, error) {
 	// The operator as it ships; the oracle of the reliability tests, a build of
 	// the same code with oracle.go; and the same without the leader fence.
 	env.operator, env.oracle, env.unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
-	for bin, tags := range map[string]string{env.operator: "", env.oracle: "oracle", env.unfenced: "nofence"} {
-		build := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
+	env.leccion = filepath.Join(tmp, "leccion")
+	for _, b := range []struct{ bin, tags, pkg string }{
+		{env.operator, "", "."}, {env.oracle, "oracle", "."}, {env.unfenced, "nofence", "."},
+		{env.leccion, "", "./e2e/testdata/leccion"},
+	} {
+		build := exec.Command("go", "build", "-tags", b.tags, "-o", b.bin, b.pkg)
 		build.Dir = root
 		if _, err := run(build); err != nil {
 			return 1, err

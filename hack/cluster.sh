@@ -24,6 +24,8 @@
 # API server's port; etcd takes the next two. Two clusters with different
 # CLUSTER_DIR and CLUSTER_PORT can run side by side. CLUSTER_NODE=none leaves
 # out the real node (it needs root and cgroup v1): then every Pod is kwok's.
+# etcd runs with --unsafe-no-fsync (a test cluster: speed over durability);
+# ETCD_FSYNC=on when etcd starts syncs every write to disk, as in production.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -183,7 +185,7 @@ start_etcd() {
 	start etcd "$bin/etcd" --name default --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-		--initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync
+		--initial-cluster "default=http://127.0.0.1:$peer_port" $([ "${ETCD_FSYNC:-off}" = on ] || echo --unsafe-no-fsync)
 	wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
 }
 

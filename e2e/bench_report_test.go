@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report writes the run as Markdown: every figure in it comes from b.res.
+func (b *bench) report() string {
+	r := &reportWriter{res: b.res, sc: b.sc}
+	r.header()
+	r.recovery()
+	r.headline()
+	r.contention()
+	r.scale()
+	r.memory()
+	r.steadyAndFailover()
+	r.fsync()
+	r.goals()
+	r.cluster()
+	return r.String()
+}
+
+// short is each candidate's name in the tables.
+var short = map[string]string{oursKey: "ours", leccionKey: "lesson", plainKey: "plain"}
+
+type reportWriter struct {
+	strings.Builder
+	res   *results
+	sc    scale
+	goal  []string
+	slope []string
+}
+
+func (r *reportWriter) f(format string, args ...any) { fmt.Fprintf(r, format, args...) }
+
+func (r *reportWriter) note(key string) string {
+	for _, n := range r.res.Notes {
+		if k, v, ok := strings.Cut(n, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// runs are the runs of a section, and of a candidate and variant if given.
+func (r *reportWriter) runs(section, cand, variant string) []run {
+	var out []run
+	for _, x := range r.res.Runs {
+		if x.Section == section && (cand == "" || x.Candidate == cand) && x.Variant == variant {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func pick(runs []run, f func(run) float64) []float64 {
+	out := make([]float64, len(runs))
+	for i, x := range runs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func (x fig) String() string {
+	if x.lo == x.hi {
+		return num(x.med)
+	}
+	return fmt.Sprintf("%s [%s, %s]", num(x.med), num(x.lo), num(x.hi))
+}
+
+// num prints a figure with three significant digits or so.
+func num(v float64) string {
+	switch a := max(v, -v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// ratio is a÷b of the medians, flagged when the ranges show no difference.
+func ratio(a, b fig) string {
+	if b.med == 0 {
+		return "–"
+	}
+	s := fmt.Sprintf("%.2f×", a.med/b.med)
+	if a.overlaps(b) && a.lo != a.hi {
+		s += " (no difference shown)"
+	}
+	return s
+}
+
+func (r *reportWriter) header() {
+	calib, loads := []float64{}, []float64{}
+	for _, x := range r.res.Runs {
+		calib, loads = append(calib, x.Calibration), append(loads, x.Load1)
+	}
+	c, l := figOf(calib), figOf(loads)
+	r.f("Run of %s (scale %s, seed %d): %s; it took %s.\n\n", r.res.Started.Format("2006-01-02 15:04 MST"), r.res.Scale, r.res.Seed, r.res.Machine, r.res.Took)
+	r.f("Machine noise over the run's %d measured runs: the calibration loop (SHA-256 of 64 MiB, CPU-bound) took %s ms, a spread of %.0f%% of its median; the 1-minute load average was %s.\n\n",
+		len(calib), c, 100*(c.hi-c.lo)/c.med, l)
+	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
+}
+
+func (r *reportWriter) recovery() {
+	r.f("### Recovery of a deleted child\n\n")
+	r.f("%d rounds × %d deletions per child kind and candidate, idle and while %d Promociones converge. Per round the p50 and p95; the table gives the median of the rounds [min, max], in ms, and the p50 and p95 of all samples together.\n\n", r.sc.rounds, r.sc.samples, r.sc.load)
+	r.f("| child | when | figure | ours | lesson | plain | ours ÷ lesson | ours ÷ plain |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
+		for _, loaded := range []bool{false, true} {
+			when := map[bool]string{false: "idle", true: "under load"}[loaded]
+			per := map[string]map[string]fig{} // candidate → p50/p95 → over rounds
+			pooled := map[string][2]float64{}
+			for _, c := range []string{oursKey, leccionKey, plainKey} {
+				rounds := map[int][]float64{}
+				var all []float64
+				for _, s := range r.res.Recovery {
+					if s.Candidate == c && s.Kind == kind && s.Loaded == loaded {
+						rounds[s.Round] = append(rounds[s.Round], s.Ms)
+						all = append(all, s.Ms)
+					}
+				}
+				var p50, p95 []float64
+				for _, ms := range rounds {
+					slices.Sort(ms)
+					p50, p95 = append(p50, percentile(ms, 0.5)), append(p95, percentile(ms, 0.95))
+				}
+				per[c] = map[string]fig{"p50": figOf(p50), "p95": figOf(p95)}
+				if len(all) > 0 {
+					slices.Sort(all)
+					pooled[c] = [2]float64{percentile(all, 0.5), percentile(all, 0.95)}
+				}
+			}
+			for i, p := range []string{"p50", "p95"} {
+				o, l, pl := per[oursKey][p], per[leccionKey][p], per[plainKey][p]
+				r.f("| %s | %s | %s of rounds | %s | %s | %s | %s | %s |\n", kind, when, p, o, l, pl, ratio(o, l), ratio(o, pl))
+				r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, when, p,
+					num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
+				r.addGoal(fmt.Sprintf("Recovery %s of a %s %s no worse than the lesson's operator", p, kind, when), o.med <= l.med || o.overlaps(l),
+					fmt.Sprintf("%s against %s ms", o, l))
+			}
+		}
+	}
+	conv, loaded := 0, 0
+	for _, s := range r.res.Recovery {
+		if s.Loaded {
+			loaded++
+			if s.Converging {
+				conv++
+			}
+		}
+	}
+	if loaded > 0 {
+		r.f("\n%d of the %d samples under load (%.0f%%) were taken while the load had not all converged yet; the rest after.\n\n", conv, loaded, 100*float64(conv)/float64(loaded))
+	}
+	r.f("Inside the operators during each round's idle deletions (controller-runtime's own metrics, means per reconcile, every reconcile of the round counted: the recreations and the status updates that follow them):\n\n")
+	r.f("| candidate | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range []string{oursKey, leccionKey} {
+		for _, in := range r.res.Inside {
+			if in.Candidate == c {
+				r.f("| %s | %d | %.0f | %s | %s | %s (%.0f Gets) |\n", short[c], in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets)
+			}
+		}
+	}
+	r.f("\n")
+	r.f("![Recovery, ConfigMap](bench/recovery-ConfigMap.svg) ![Recovery, Deployment](bench/recovery-Deployment.svg) ![Recovery, Service](bench/recovery-Service.svg)\n\n")
+}
+
+// table writes the convergence figures of runs per candidate.
+func (r *reportWriter) table(section, variant string, cands []string) {
+	type row struct {
+		name string
+		f    func(run) float64
+	}
+	rows := []row{
+		{"Time to every Promocion Listo (s)", func(x run) float64 { return x.Listo }},
+		{"Time to children and status written (s)", func(x run) float64 { return x.Written }},
+		{"Writes per Promocion: children and status", func(x run) float64 { return float64(x.Children+x.Status) / float64(x.N) }},
+		{"… of which updates of children", func(x run) float64 { return float64(x.ChildUpdates) / float64(x.N) }},
+		{"… of which status", func(x run) float64 { return float64(x.Status) / float64(x.N) }},
+		{"Events per Promocion", func(x run) float64 { return float64(x.Events) / float64(x.N) }},
+		{"Lease writes", func(x run) float64 { return float64(x.Leases) }},
+		{"409 Conflicts", func(x run) float64 { return float64(x.Conflicts) }},
+		{"API server requests per Promocion (all clients)", func(x run) float64 { return x.APIRequests / float64(x.N) }},
+		{"Operator CPU (s)", func(x run) float64 { return x.CPUSeconds }},
+		{"Operator RSS peak (MiB)", func(x run) float64 { return x.PeakMiB }},
+		{"Operator RSS settled (MiB)", func(x run) float64 { return x.SettledMiB }},
+	}
+	var heads []string
+	for _, c := range cands {
+		heads = append(heads, short[c])
+	}
+	r.f("| figure | %s | ours ÷ lesson | ours ÷ plain |\n| --- |%s --- | --- |\n", strings.Join(heads, " | "), strings.Repeat(" --- |", len(cands)))
+	for _, rw := range rows {
+		figs := map[string]fig{}
+		var cells []string
+		for _, c := range cands {
+			figs[c] = figOf(pick(r.runs(section, c, variant), rw.f))
+			cells = append(cells, figs[c].String())
+			if c == plainKey && strings.HasPrefix(rw.name, "Operator") {
+				cells[len(cells)-1] = "–"
+			}
+		}
+		lesson, plain := "–", "–"
+		if slices.Contains(cands, leccionKey) {
+			lesson = ratio(figs[oursKey], figs[leccionKey])
+		}
+		if slices.Contains(cands, plainKey) && !strings.HasPrefix(rw.name, "Operator") {
+			plain = ratio(figs[oursKey], figs[plainKey])
+		}
+		r.f("| %s | %s | %s | %s |\n", rw.name, strings.Join(cells, " | "), lesson, plain)
+	}
+	r.f("\n")
+}
+
+func (r *reportWriter) headline() {
+	all := []string{oursKey, leccionKey, plainKey}
+	r.f("### Convergence of %d Promociones of 1 replica, to Listo\n\n%d repeats per candidate, interleaved; each run in a fresh namespace, all %d created at once (32 at a time) by the user, the time running from the first create to the watch event that shows the last one Listo (Pods Ready on kwok's nodes), and beside it to the last one's first status (its children and status written). Writes are the candidate's own, from the API server's audit log.\n\n", r.sc.n, r.sc.repeats, r.sc.n)
+	r.table("headline", "", all)
+	med := func(c string, f func(run) float64) fig { return figOf(pick(r.runs("headline", c, ""), f)) }
+	listo := func(x run) float64 { return x.Listo }
+	writes := func(x run) float64 { return float64(x.Children+x.Status) / float64(x.N) }
+	o, l, p := med(oursKey, listo), med(leccionKey, listo), med(plainKey, listo)
+	r.addGoal(fmt.Sprintf("Convergence of %d to Listo no slower than the lesson's operator", r.sc.n), o.med <= l.med || o.overlaps(l), fmt.Sprintf("%s s against %s s", o, l))
+	r.addGoal(fmt.Sprintf("Convergence of %d to Listo within 1.2× of the plain client", r.sc.n), o.med <= 1.2*p.med, fmt.Sprintf("%.2f×", o.med/p.med))
+	ow, lw := med(oursKey, writes), med(leccionKey, writes)
+	r.addGoal("No more writes per Promocion than the lesson's operator (children and status; the Event apart)", ow.med <= lw.med, fmt.Sprintf("%s against %s", ow, lw))
+}
+
+func (r *reportWriter) contention() {
+	r.f("### Under contention: a flooding client, and a user's kubectl apply\n\n")
+	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, a team's user (a ServiceAccount with `edit`) applies %d ConfigMaps with `kubectl apply`. The same flood and apply with no candidate running took the user **%s s**.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"))
+	r.f("| candidate | client-side limit | time to Listo (s) | children and status written (s) | the user's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- |\n")
+	variants := []string{""}
+	for _, q := range r.sc.qpsChoices {
+		variants = append(variants, fmt.Sprintf("qps=%d burst=%d", q[0], q[1]))
+	}
+	for _, c := range []string{oursKey, leccionKey, plainKey} {
+		for _, v := range variants {
+			for _, x := range r.runs("contention", c, v) {
+				limit := map[bool]string{true: "none (-1)", false: v}[v == ""]
+				r.f("| %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), num(float64(x.Children+x.Status)/float64(x.N)))
+			}
+		}
+	}
+	r.f("\n")
+}
+
+func (r *reportWriter) scale() {
+	r.f("### Scale: %v Promociones, replicas 0\n\n", r.sc.scaleNs)
+	for c, ns := range r.sc.scaleOf {
+		r.f("The %s runs at N = %v only: the time of one `make bench`. ", candidateNames[c], ns)
+	}
+	r.f("One run per operator and N, shuffled at each N. Replicas 0: kwok's two nodes take 4000 Pods, fewer than the largest N, so Listo here needs the Deployment controller but no Pod (the lesson's operator says Listo at replicas 0 as soon as it has created the Deployment, before the Deployment controller has seen it).\n\n")
+	r.f("| N | candidate | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range []string{oursKey, leccionKey} {
+		var prev *run
+		for _, x := range r.runs("scale", c, "") {
+			r.f("| %d | %s | %s | %s | %s | %s / %s | %s | %s | %.0f |\n", x.N, short[c], num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
+				num(x.PeakMiB), num(x.SettledMiB), num(x.CPUSeconds), num(1000*x.CPUSeconds/float64(x.N)), x.APIRequests)
+			if prev != nil {
+				dn := float64(x.N-prev.N) / 1000
+				r.slope = append(r.slope, fmt.Sprintf("| %s | %d → %d | %s | %s | %s |", short[c], prev.N, x.N,
+					num((x.SettledMiB-prev.SettledMiB)/dn), num(1000*(x.CPUSeconds-prev.CPUSeconds)/float64(x.N-prev.N)), num((x.Listo-prev.Listo)/dn)))
+			}
+			prev = &x
+		}
+	}
+	r.f("\nSlopes between consecutive N: settled RSS per 1000 Promociones more, CPU per Promocion more, seconds to Listo per 1000 more.\n\n| candidate | N | MiB per 1000 | CPU-ms per Promocion | s to Listo per 1000 |\n| --- | --- | --- | --- | --- |\n%s\n\n", strings.Join(r.slope, "\n"))
+	r.f("![Convergence time against N](bench/convergence.svg) ![RSS against N](bench/rss.svg)\n\n")
+}
+
+func (r *reportWriter) memory() {
+	r.f("### Memory beside unrelated objects\n\n")
+	r.f("Each operator started fresh with no Promocion, %d times each, shuffled; RSS read 5 s after its workers started: first on the bare cluster, then with %d unrelated 10 KB ConfigMaps in it. *ours, unscoped* is ours built with `-tags unscoped` (no cache scoping; not shipped).\n\n", r.sc.repeats, r.sc.unrelated)
+	r.f("| candidate | RSS settled, bare (MiB) | RSS settled, with the ConfigMaps (MiB) | peak with them (MiB) |\n| --- | --- | --- | --- |\n")
+	figs := map[string]fig{}
+	for _, c := range []struct{ key, variant, name string }{{oursKey, "", "ours"}, {oursKey, "unscoped", "ours, unscoped"}, {leccionKey, "", "lesson"}} {
+		settled := func(x run) float64 { return x.SettledMiB }
+		with := figOf(pick(r.runs("memory-unrelated", c.key, c.variant), settled))
+		figs[c.name] = with
+		r.f("| %s | %s | %s | %s |\n", c.name, figOf(pick(r.runs("memory-empty", c.key, c.variant), settled)), with,
+			figOf(pick(r.runs("memory-unrelated", c.key, c.variant), func(x run) float64 { return x.PeakMiB })))
+	}
+	r.f("\n")
+	r.addGoal(fmt.Sprintf("Memory with %d unrelated objects far below (under half) the lesson's operator's", r.sc.unrelated), figs["ours"].hi < figs["lesson"].lo/2,
+		fmt.Sprintf("%s against %s MiB", figs["ours"], figs["lesson"]))
+}
+
+func (r *reportWriter) steadyAndFailover() {
+	var resync, idle, dur string
+	if v := r.note("steady"); v != "" {
+		parts := strings.SplitN(v, "/", 3)
+		resync, idle, dur = parts[0], parts[1], parts[2]
+	}
+	r.f("### Steady state and failover\n\nA fresh operator over %d converged Promociones sent **%s** writes resyncing them and **%s** while idle for %s.\n\n", r.sc.n, resync, idle, dur)
+	r.addGoal("Zero writes in the steady state", resync == "0" && idle == "0", resync+" and "+idle)
+	r.f("Failover: two replicas with `--leader-elect` (lease 6 s, renew deadline 4 s, retry 1 s) over those %d Promociones; the leader is stopped and the time runs until the other's first reconcile (its `controller_runtime_reconcile_total`), %d times each, in a random order of warm-up on and off.\n\n", r.sc.n, r.sc.failovers)
+	r.f("| leader stopped by | `--leader-elect-warmup` | to the new leader's first reconcile (ms) |\n| --- | --- | --- |\n")
+	for _, kill := range []string{"SIGKILL", "SIGTERM"} {
+		for _, warm := range []bool{false, true} {
+			var ms []float64
+			for _, f := range r.res.Failover {
+				if f.Kill == kill && f.Warmup == warm {
+					ms = append(ms, f.Ms)
+				}
+			}
+			r.f("| %s | %t | %s |\n", kill, warm, figOf(ms))
+		}
+	}
+	r.f("\n")
+}
+
+func (r *reportWriter) fsync() {
+	r.f("### The headline with etcd syncing to disk\n\nEverything above ran with etcd's `--unsafe-no-fsync`; this is the headline once per candidate with etcd restarted without it (`%s`).\n\n", r.note("fsync-etcd"))
+	r.table("fsync", "", []string{oursKey, leccionKey, plainKey})
+}
+
+func (r *reportWriter) addGoal(what string, met bool, figure string) {
+	verdict := "met"
+	if !met {
+		verdict = "**missed**"
+	}
+	r.goal = append(r.goal, fmt.Sprintf("| %s | %s | %s |", what, figure, verdict))
+}
+
+func (r *reportWriter) goals() {
+	r.f("### Goals\n\n| goal | measured | verdict |\n| --- | --- | --- |\n%s\n\n", strings.Join(r.goal, "\n"))
+}
+
+func (r *reportWriter) cluster() {
+	r.f("### The cluster\n\nEvery component on the same machine as the candidates and the benchmark; their command lines, read from /proc during the run:\n\n")
+	for _, c := range r.res.Cluster {
+		r.f("- **%s**: `%s`\n", c.Name, c.Args)
+	}
+	r.f("\n")
+}
+
+// ms prints a duration in milliseconds, or seconds from 10 s up.
+func ms(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}

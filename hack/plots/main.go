@@ -1,0 +1,161 @@
+// Command plots draws the benchmark's pictures from its results:
+//
+//	go run . DIR
+//
+// reads DIR/bench-results.json (written by e2e's TestBench) and writes into DIR
+// recovery-ConfigMap.svg, recovery-Deployment.svg, recovery-Service.svg (the
+// distribution of recovery times per candidate, idle and under load),
+// convergence.svg (time to Listo against N) and rss.svg (memory against N).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// results holds what the plots need of e2e's results.
+type results struct {
+	Recovery []struct {
+		Candidate, Kind string
+		Loaded          bool
+		Ms              float64
+	}
+	Runs []struct {
+		Section, Candidate, Variant string
+		N                           int
+		Written                     float64 `json:"written_s"`
+		Listo                       float64 `json:"listo_s"`
+		PeakMiB, SettledMiB         float64
+	}
+}
+
+var (
+	candidates = []string{"ours", "leccion", "plain"}
+	names      = map[string]string{"ours": "operador-promociones", "leccion": "the lesson's operator", "plain": "plain client"}
+	colors     = map[string]color.Color{"ours": plotutil.Color(0), "leccion": plotutil.Color(1), "plain": plotutil.Color(2)}
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: plots DIR")
+		os.Exit(2)
+	}
+	if err := drawAll(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "plots:", err)
+		os.Exit(1)
+	}
+}
+
+func drawAll(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json"))
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return err
+	}
+	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
+		if err := recovery(&res, kind, filepath.Join(dir, "recovery-"+kind+".svg")); err != nil {
+			return err
+		}
+	}
+	if err := againstN(&res, "Time to Listo against N (replicas 0)", "seconds", filepath.Join(dir, "convergence.svg"),
+		func(listo, written, _, _ float64) (float64, float64) { return listo, written }, "to Listo", "children and status written"); err != nil {
+		return err
+	}
+	return againstN(&res, "Operator memory against N", "RSS (MiB)", filepath.Join(dir, "rss.svg"),
+		func(_, _, peak, settled float64) (float64, float64) { return peak, settled }, "peak", "settled")
+}
+
+// recovery draws each candidate's distribution of recovery times of kind as
+// an empirical CDF: solid idle, dashed under load.
+func recovery(res *results, kind, file string) error {
+	p := plot.New()
+	p.Title.Text = "Recovery of a deleted " + kind
+	p.X.Label.Text = "ms from the delete to the new object on a watch"
+	p.Y.Label.Text = "fraction of deletions"
+	p.Legend.Top, p.Legend.Left = false, false
+	hi := 0.0
+	for _, c := range candidates {
+		for _, loaded := range []bool{false, true} {
+			var ms []float64
+			for _, s := range res.Recovery {
+				if s.Candidate == c && s.Kind == kind && s.Loaded == loaded {
+					ms = append(ms, s.Ms)
+				}
+			}
+			if len(ms) == 0 {
+				continue
+			}
+			slices.Sort(ms)
+			hi = max(hi, ms[min(len(ms)-1, len(ms)*99/100)])
+			pts := make(plotter.XYs, len(ms))
+			for i, v := range ms {
+				pts[i] = plotter.XY{X: v, Y: float64(i+1) / float64(len(ms))}
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = colors[c], vg.Points(1.5)
+			label := names[c] + ", idle"
+			if loaded {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				label = names[c] + ", under load"
+			}
+			p.Add(l)
+			p.Legend.Add(label, l)
+		}
+	}
+	p.X.Min, p.X.Max = 0, hi // the slowest 1% would flatten the rest
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
+}
+
+// againstN draws two figures of the scale runs against N per operator.
+func againstN(res *results, title, ylabel, file string, pick func(listo, written, peak, settled float64) (float64, float64), first, second string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "Promociones (N)"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top, p.Legend.Left = true, true
+	for _, c := range candidates {
+		var a, b plotter.XYs
+		for _, r := range res.Runs {
+			if r.Section == "scale" && r.Candidate == c {
+				x, y := pick(r.Listo, r.Written, r.PeakMiB, r.SettledMiB)
+				a, b = append(a, plotter.XY{X: float64(r.N), Y: x}), append(b, plotter.XY{X: float64(r.N), Y: y})
+			}
+		}
+		if len(a) == 0 {
+			continue
+		}
+		for i, pts := range []plotter.XYs{a, b} {
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, s.Color = colors[c], colors[c]
+			label := names[c] + ", " + first
+			if i == 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				s.Shape = draw.CircleGlyph{}
+				label = names[c] + ", " + second
+			}
+			p.Add(l, s)
+			p.Legend.Add(label, l, s)
+		}
+	}
+	p.Y.Min = 0
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
+}
