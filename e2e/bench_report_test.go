@@ -1,23 +1,63 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 )
 
 // report writes the run as Markdown: every figure in it comes from b.res.
-func (b *bench) report() string {
-	r := &reportWriter{res: b.res, sc: b.sc}
+func (b *bench) report() string { return reportOf(b.res) }
+
+// benchReport writes the report of a run's results (the file data) again,
+// into the file report between its bench markers, or to stdout: no cluster is started.
+func benchReport(data, report string) error {
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("%s: %w", data, err)
+	}
+	if report == "" {
+		fmt.Print(reportOf(&res))
+		return nil
+	}
+	return splice(report, "bench", reportOf(&res))
+}
+
+// reportOf writes a run's results as Markdown; `make bench-report` writes it
+// again from bench/bench-results.json, when only the wording changed.
+func reportOf(res *results) string {
+	sc := smokeScale
+	if res.Scale == fullScale.name {
+		sc = fullScale
+	}
+	r := &reportWriter{res: res, sc: sc}
 	r.header()
-	r.recovery()
-	r.headline()
-	r.contention()
-	r.scale()
-	r.memory()
-	r.steadyAndFailover()
-	r.fsync()
+	for _, s := range []struct {
+		title    string
+		measured bool
+		write    func()
+	}{
+		{"Recovery of a deleted child", len(res.Recovery) > 0, r.recovery},
+		{"Convergence", len(r.runs("headline", "", "")) > 0, r.headline},
+		{"Under contention", len(r.runs("contention", "", "")) > 0, r.contention},
+		{"Scale", len(r.runs("scale", "", "")) > 0, r.scale},
+		{"Memory beside unrelated objects", len(r.runs("memory-empty", "", "")) > 0, r.memory},
+		{"Steady state and failover", r.note("steady") != "", r.steadyAndFailover},
+		{"The headline with etcd syncing to disk", len(r.runs("fsync", "", "")) > 0, r.fsync},
+	} {
+		if s.measured {
+			s.write()
+		} else {
+			r.f("### %s\n\nNot measured in this report's run.\n\n", s.title)
+		}
+	}
 	r.goals()
 	r.cluster()
 	return r.String()
@@ -34,7 +74,7 @@ type reportWriter struct {
 	slope []string
 }
 
-func (r *reportWriter) f(format string, args ...any) { fmt.Fprintf(r, format, args...) }
+func (r *reportWriter) f(format string, args ...any) { _, _ = fmt.Fprintf(r, format, args...) }
 
 func (r *reportWriter) note(key string) string {
 	for _, n := range r.res.Notes {
@@ -100,27 +140,61 @@ func (r *reportWriter) header() {
 	for _, x := range r.res.Runs {
 		calib, loads = append(calib, x.Calibration), append(loads, x.Load1)
 	}
+	for _, x := range r.res.Noise {
+		calib, loads = append(calib, x.Calibration), append(loads, x.Load1)
+	}
 	c, l := figOf(calib), figOf(loads)
 	r.f("Run of %s (scale %s, seed %d): %s; it took %s.\n\n", r.res.Started.Format("2006-01-02 15:04 MST"), r.res.Scale, r.res.Seed, r.res.Machine, r.res.Took)
-	r.f("Machine noise over the run's %d measured runs: the calibration loop (SHA-256 of 64 MiB, CPU-bound) took %s ms, a spread of %.0f%% of its median; the 1-minute load average was %s.\n\n",
-		len(calib), c, 100*(c.hi-c.lo)/c.med, l)
+	if len(r.res.Parts) > 1 {
+		r.f("This report joins the sections of %d runs of the same harness on the same machine (`BENCH_SECTIONS`), each section measured whole in one run: %s.\n\n", len(r.res.Parts), strings.Join(r.res.Parts, "; "))
+	}
+	var took []string
+	for _, x := range r.res.Sections {
+		took = append(took, fmt.Sprintf("%s %.0f min", x.Name, x.Minutes))
+	}
+	if len(took) > 0 {
+		r.f("Sections: %s.\n\n", strings.Join(took, ", "))
+	}
+	if len(calib) == 0 {
+		r.f("Machine noise: not recorded for these sections (the harness then timed its calibration loop before convergence runs only).\n\n")
+	} else {
+		r.f("Machine noise over the run's %d measured runs and rounds: the calibration loop (SHA-256 of 64 MiB, CPU-bound) took %s ms, a spread of %.0f%% of its median; the 1-minute load average was %s.\n\n",
+			len(calib), c, 100*(c.hi-c.lo)/c.med, l)
+	}
 	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
 }
 
 func (r *reportWriter) recovery() {
 	r.f("### Recovery of a deleted child\n\n")
-	r.f("%d rounds × %d deletions per child kind and candidate, idle and while %d Promociones converge. Per round the p50 and p95; the table gives the median of the rounds [min, max], in ms, and the p50 and p95 of all samples together.\n\n", r.sc.rounds, r.sc.samples, r.sc.load)
+	r.f("%d rounds × %d deletions per child kind and candidate, idle and then while %d Promociones converge. Deletions are taken one after the other, so under load the first deletion of each kind waits for as long as the load's backlog takes to drain, and the others are taken after it: the table gives the first ones apart (median of the rounds [min, max]) and, for the rest, each round's p50 and p95 (median of the rounds [min, max]) and the p50 and p95 of all samples together. In ms.\n\n", r.sc.rounds, r.sc.samples, r.sc.load)
 	r.f("| child | when | figure | ours | lesson | plain | ours ÷ lesson | ours ÷ plain |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	// The samples of a candidate, kind and round in the order taken: the
+	// first loaded one of each kind is the one behind the backlog.
+	type group struct {
+		when string
+		keep func(s recoverySample, i int) bool // i: its place among its candidate's, kind's, round's and loadedness'
+	}
+	groups := []group{
+		{"idle", func(s recoverySample, _ int) bool { return !s.Loaded }},
+		{"first under load", func(s recoverySample, i int) bool { return s.Loaded && i == 0 }},
+		{"under load, after the first", func(s recoverySample, i int) bool { return s.Loaded && i > 0 }},
+	}
 	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
-		for _, loaded := range []bool{false, true} {
-			when := map[bool]string{false: "idle", true: "under load"}[loaded]
-			per := map[string]map[string]fig{} // candidate → p50/p95 → over rounds
+		for _, g := range groups {
+			per := map[string]map[string]fig{} // candidate → figure → over rounds
 			pooled := map[string][2]float64{}
 			for _, c := range []string{oursKey, leccionKey, plainKey} {
 				rounds := map[int][]float64{}
+				place := map[[2]int]int{}
 				var all []float64
 				for _, s := range r.res.Recovery {
-					if s.Candidate == c && s.Kind == kind && s.Loaded == loaded {
+					if s.Candidate != c || s.Kind != kind {
+						continue
+					}
+					k := [2]int{s.Round, map[bool]int{false: 0, true: 1}[s.Loaded]}
+					i := place[k]
+					place[k]++
+					if g.keep(s, i) {
 						rounds[s.Round] = append(rounds[s.Round], s.Ms)
 						all = append(all, s.Ms)
 					}
@@ -136,27 +210,40 @@ func (r *reportWriter) recovery() {
 					pooled[c] = [2]float64{percentile(all, 0.5), percentile(all, 0.95)}
 				}
 			}
-			for i, p := range []string{"p50", "p95"} {
+			figures := []string{"p50", "p95"}
+			if g.when == "first under load" {
+				figures = []string{"p50"} // one per round: p50 is the sample itself
+			}
+			for i, p := range figures {
 				o, l, pl := per[oursKey][p], per[leccionKey][p], per[plainKey][p]
-				r.f("| %s | %s | %s of rounds | %s | %s | %s | %s | %s |\n", kind, when, p, o, l, pl, ratio(o, l), ratio(o, pl))
-				r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, when, p,
-					num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
-				r.addGoal(fmt.Sprintf("Recovery %s of a %s %s no worse than the lesson's operator", p, kind, when), o.med <= l.med || o.overlaps(l),
+				label := p + " of rounds"
+				if len(figures) == 1 {
+					label = "one per round"
+				}
+				r.f("| %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, g.when, label, o, l, pl, ratio(o, l), ratio(o, pl))
+				if len(figures) == 2 {
+					r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, g.when, p,
+						num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
+				}
+				if len(figures) == 1 {
+					p = "time"
+				}
+				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the lesson's operator", p, kind, g.when), o.med <= l.med || o.overlaps(l),
 					fmt.Sprintf("%s against %s ms", o, l))
 			}
 		}
 	}
-	conv, loaded := 0, 0
+	conv, after := 0, 0
 	for _, s := range r.res.Recovery {
 		if s.Loaded {
-			loaded++
+			after++
 			if s.Converging {
 				conv++
 			}
 		}
 	}
-	if loaded > 0 {
-		r.f("\n%d of the %d samples under load (%.0f%%) were taken while the load had not all converged yet; the rest after.\n\n", conv, loaded, 100*float64(conv)/float64(loaded))
+	if after > 0 {
+		r.f("\n%d of the %d samples under load (%.0f%%) began and ended before the load had all converged (the load's watch shows every Promocion Listo); the rest ended after. The operators' queues can hold work for the load after that (the Deployment controller's status updates).\n\n", conv, after, 100*float64(conv)/float64(after))
 	}
 	r.f("Inside the operators during each round's idle deletions (controller-runtime's own metrics, means per reconcile, every reconcile of the round counted: the recreations and the status updates that follow them):\n\n")
 	r.f("| candidate | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- |\n")

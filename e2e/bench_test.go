@@ -56,18 +56,74 @@ func TestBench(t *testing.T) {
 	b.makeTemplate()
 
 	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
-	for _, section := range []func(){b.recovery, b.convergence, b.contention, b.scale, b.memory, b.steadyState, b.failover,
-		b.fsync} { // fsync last: it restarts etcd twice
-		section()
+	only := os.Getenv("BENCH_SECTIONS") // comma-separated: measure these only, beside an earlier run's others
+	if only != "" {
+		b.joinEarlier(dir)
+	}
+	var measured []string
+	for _, section := range []struct {
+		name string
+		run  func()
+	}{
+		{"recovery", b.recovery}, {"headline", b.convergence}, {"contention", b.contention}, {"scale", b.scale},
+		{"memory", b.memory}, {"steady", b.steadyState}, {"failover", b.failover},
+		{"fsync", b.fsync}, // last: it restarts etcd twice
+	} {
+		if only != "" && !slices.Contains(strings.Split(only, ","), section.name) {
+			continue
+		}
+		measured = append(measured, section.name)
+		b.res.Parts = append(slices.DeleteFunc(b.res.Parts, func(p string) bool { return strings.HasPrefix(p, b.part("")) }), b.part(strings.Join(measured, ", ")))
+		start := time.Now()
+		section.run()
+		b.res.Sections = append(b.res.Sections, sectionTime{section.name, time.Since(start).Minutes()})
 		b.write(dir) // after each section: a run cut short still leaves what it measured
 	}
 	b.plots(dir)
+	var again results // the report must come out the same from the data alone, as `make bench-report` makes it
+	if raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json")); err != nil || json.Unmarshal(raw, &again) != nil {
+		t.Fatalf("reading back bench-results.json: %v", err)
+	}
+	if reportOf(&again) != b.report() {
+		t.Errorf("the report made from bench-results.json differs from the run's")
+	}
 	if file := os.Getenv("BENCH_REPORT"); file != "" {
 		if err := splice(file, "bench", b.report()); err != nil {
 			t.Error(err)
 		}
 	}
 	fmt.Println(b.report())
+}
+
+// part names this run and the sections it measured.
+func (b *bench) part(sections string) string {
+	return fmt.Sprintf("%s (seed %d): %s", b.started.UTC().Format("2006-01-02 15:04 MST"), b.res.Seed, sections)
+}
+
+// joinEarlier takes an earlier run's results from dir, to which this run
+// adds the sections it measures; none may be measured twice.
+func (b *bench) joinEarlier(dir string) {
+	raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json"))
+	if err != nil {
+		b.t.Fatalf("BENCH_SECTIONS adds to an earlier run's results: %v", err)
+	}
+	var earlier results
+	if err := json.Unmarshal(raw, &earlier); err != nil {
+		b.t.Fatal(err)
+	}
+	if len(earlier.Parts) == 0 { // a run from before parts were recorded: its own sections
+		earlier.Parts = []string{fmt.Sprintf("%s (seed %d): recovery", earlier.Started.Format("2006-01-02 15:04 MST"), earlier.Seed)}
+	}
+	for _, name := range strings.Split(os.Getenv("BENCH_SECTIONS"), ",") {
+		for _, p := range earlier.Parts {
+			if _, secs, _ := strings.Cut(p, "): "); slices.Contains(strings.Split(secs, ", "), name) {
+				b.t.Fatalf("the earlier run %q measured %s already", p, name)
+			}
+		}
+	}
+	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
+	earlier.Started, earlier.Seed = b.res.Started, b.res.Seed
+	*b.res = earlier
 }
 
 // write puts the report and its data into dir.
@@ -121,7 +177,7 @@ var (
 	smokeScale = scale{name: "smoke", n: 20, repeats: 2, rounds: 1, samples: 5, load: 20, scaleNs: []int{10, 30},
 		unrelated: 200, flood: 2, sideApply: 10, idle: 3 * time.Second, failovers: 1, qpsChoices: [][2]int{{20, 30}}}
 	fullScale = scale{name: "full", n: 1000, repeats: 5, rounds: 3, samples: 200, load: 1000, scaleNs: []int{1000, 5000, 10000},
-		scaleOf:   map[string][]int{leccionKey: {1000, 5000}},
+		scaleOf:   map[string][]int{leccionKey: {1000}},
 		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5, qpsChoices: [][2]int{{20, 30}, {100, 200}}}
 )
 
@@ -168,7 +224,21 @@ type results struct {
 	Inside   []inside         `json:"inside"`
 	Runs     []run            `json:"runs"`
 	Failover []failoverRun    `json:"failover"`
+	Noise    []noise          `json:"noise"` // taken before each recovery round, beside each run's own
 	Notes    []string         `json:"notes"`
+	Sections []sectionTime    `json:"sections"` // how long each section took
+	Parts    []string         `json:"parts"`    // the runs whose sections this holds: when, which, seed
+
+}
+
+type noise struct {
+	Calibration float64 `json:"calibration_ms"`
+	Load1       float64 `json:"load1"`
+}
+
+type sectionTime struct {
+	Name    string  `json:"name"`
+	Minutes float64 `json:"minutes"`
 }
 
 type component struct {
@@ -482,19 +552,23 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 			}
 		}
 	}()
-	go b.parallel(n, g, func(i int) error {
-		p := promocion(ns, i, replicas)
-		if err := b.c.Create(ctx, p); err != nil {
-			return err
-		}
-		for _, tmpl := range b.template.objects {
-			if err := pc.Create(ctx, b.template.copyFor(tmpl, p)); err != nil {
+	go func() {
+		if err := parallelErr(n, g, func(i int) error {
+			p := promocion(ns, i, replicas)
+			if err := b.c.Create(ctx, p); err != nil {
 				return err
 			}
+			for _, tmpl := range b.template.objects {
+				if err := pc.Create(ctx, b.template.copyFor(tmpl, p)); err != nil {
+					return err
+				}
+			}
+			defer close(desplegando[p.GetName()])
+			return pc.Status().Patch(ctx, p, b.template.status("Desplegando", 0))
+		}); err != nil {
+			b.t.Errorf("the plain client: %v", err)
 		}
-		defer close(desplegando[p.GetName()])
-		return pc.Status().Patch(ctx, p, b.template.status("Desplegando", 0))
-	})
+	}()
 	go func() {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, g)
@@ -524,7 +598,7 @@ type finish struct{ written, listo time.Time }
 // returns when n are Listo. It follows a watch rather than polling a list:
 // listing 1000 Promociones every few milliseconds would load the API server
 // more for some candidates than for others.
-func (b *bench) watchFinish(ctx context.Context, ns string, n int) func() finish {
+func (b *bench) watchFinish(ctx context.Context, ns string, n int) func() (finish, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("tienda.example.com/v1")
 	list.SetKind("PromocionList")
@@ -561,12 +635,12 @@ func (b *bench) watchFinish(ctx context.Context, ns string, n int) func() finish
 		}
 		result <- f
 	}()
-	return func() finish {
+	return func() (finish, error) {
 		f := <-result
 		if f.listo.IsZero() {
-			b.t.Fatalf("not every one of %d Promociones in %s became Listo", n, ns)
+			return f, fmt.Errorf("not every one of %d Promociones in %s became Listo", n, ns)
 		}
-		return f
+		return f, nil
 	}
 }
 
@@ -598,6 +672,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	ns := b.namespace(fmt.Sprintf("bench-rec-%s-%d", c.key, r))
+	b.res.Noise = append(b.res.Noise, noise{calibrate(), load1()})
 	var o *operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("recovery-%d", r))
@@ -638,9 +713,21 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	loadNS := b.namespace(fmt.Sprintf("bench-rec-load-%s-%d", c.key, r))
 	done := b.watchFinish(ctx, loadNS, b.sc.load)
 	var converged atomic.Bool
-	go func() { done(); converged.Store(true) }()
+	go func() {
+		if _, err := done(); err != nil {
+			b.t.Error(err)
+			return
+		}
+		converged.Store(true)
+	}()
 	if c.binary != "" {
-		go b.createPromociones(loadNS, b.sc.load, 0)
+		go func() {
+			if err := parallelErr(b.sc.load, 32, func(i int) error {
+				return b.c.Create(ctx, promocion(loadNS, i, 0))
+			}); err != nil {
+				b.t.Errorf("creating the load: %v", err)
+			}
+		}()
 	} else {
 		b.plainConverge(ctx, loadNS, b.sc.load, 0, 32)
 	}
@@ -744,7 +831,10 @@ func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, 
 	} else {
 		b.plainConverge(ctx, ns, n, replicas, 32)
 	}
-	f := wait()
+	f, err := wait()
+	if err != nil {
+		b.t.Fatal(err)
+	}
 	r.Written, r.Listo = f.written.Sub(start).Seconds(), f.listo.Sub(start).Seconds()
 	side.Wait()
 	if o != nil {
@@ -1048,20 +1138,31 @@ func (b *bench) auditSize() int64 {
 	return st.Size()
 }
 
-// auditFrom is the writes of user logged after offset.
+// auditFrom is the writes of user logged after offset. If the API server
+// rotated the log since (--audit-log-maxsize), the rest of the older file
+// is read first.
 func (b *bench) auditFrom(offset int64, user string) []request {
-	f, err := os.Open(filepath.Join(env.clusterDir, "logs", "audit.log"))
-	if err != nil {
-		b.t.Fatal(err)
+	dir := filepath.Join(env.clusterDir, "logs")
+	keep := func(r request) bool { return r.user == user }
+	read := func(name string, from int64) []request {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		defer func() { _ = f.Close() }()
+		if _, err := f.Seek(from, 0); err != nil {
+			b.t.Fatal(err)
+		}
+		return readAudit(f, time.Time{}, keep)
 	}
-	defer func() { _ = f.Close() }()
-	if st, _ := f.Stat(); st.Size() < offset {
-		b.t.Fatalf("the audit log was rotated during a run; raise --audit-log-maxsize")
+	if st, err := os.Stat(filepath.Join(dir, "audit.log")); err == nil && st.Size() >= offset {
+		return read("audit.log", offset)
 	}
-	if _, err := f.Seek(offset, 0); err != nil {
-		b.t.Fatal(err)
+	rotated, _ := filepath.Glob(filepath.Join(dir, "audit-*.log")) // named by time: the last is the newest
+	if len(rotated) == 0 {
+		b.t.Fatal("the audit log is shorter than before and no rotated file is there")
 	}
-	return readAudit(f, time.Time{}, func(r request) bool { return r.user == user })
+	return append(read(filepath.Base(rotated[len(rotated)-1]), offset), read("audit.log", 0)...)
 }
 
 func percentile(sorted []float64, p float64) float64 {

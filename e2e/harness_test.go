@@ -297,13 +297,6 @@ func (o *operator) logLines(pattern string) int {
 	return len(regexp.MustCompile(`(?m)`+pattern).FindAll(b, -1))
 }
 
-// logTime is the timestamp of the first log line matching pattern.
-func (o *operator) logTime(pattern string) time.Time {
-	ts, _, _ := strings.Cut(o.firstLine(pattern), "\t")
-	t, _ := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
-	return t
-}
-
 // waitForLog waits until the operator's log matches pattern and returns when
 // it first saw it.
 func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
@@ -513,6 +506,14 @@ func (l *lesson) deleteNamespace(ns string) {
 // An object that already exists is not one.
 func (l *lesson) parallel(n, workers int, f func(i int) error) {
 	l.t.Helper()
+	if err := parallelErr(n, workers, f); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// parallelErr is parallel for another goroutine than the test's: it returns
+// the first error.
+func parallelErr(n, workers int, f func(i int) error) error {
 	next := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -531,9 +532,7 @@ func (l *lesson) parallel(n, workers int, f func(i int) error) {
 	close(next)
 	wg.Wait()
 	close(errs)
-	for err := range errs {
-		l.t.Fatal(err)
-	}
+	return <-errs
 }
 
 // createPromociones creates promo-0 to promo-<n-1> in ns, 32 at a time.

@@ -226,7 +226,7 @@ EOF
 			--endpoint-reconciler-type none)
 	fi
 	start kube-apiserver "$bin/kube-apiserver" --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
-		--audit-log-maxsize 500 --etcd-servers "http://127.0.0.1:$etcd_port" \
+		--audit-log-maxsize 2000 --etcd-servers "http://127.0.0.1:$etcd_port" \
 		--bind-address 127.0.0.1 --secure-port "$api_port" \
 		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
 		--authorization-mode Node,RBAC "${node_flags[@]}" \
