@@ -335,7 +335,7 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once; BENCHMARKS.md measured 1, 4, 16 and 32.")
 	fs.Float64Var(&c.qps, "kube-api-qps", -1, "Requests per second to the API server, client-side; -1: no client-side limit, API Priority and Fairness arbitrates (BENCHMARKS.md measured the choice).")
 	fs.IntVar(&c.burst, "kube-api-burst", 0, "Requests above --kube-api-qps allowed in a burst (with a --kube-api-qps above 0).")
-	fs.BoolVar(&c.warmup, "leader-elect-warmup", true, "A standby fills its cache before it leads, so that a failover starts reconciling sooner (BENCHMARKS.md measured it).")
+	fs.BoolVar(&c.warmup, "leader-elect-warmup", false, "A standby fills its cache before it leads, so that a failover starts reconciling sooner (BENCHMARKS.md measured it). Off by default: a replica that cannot fill its cache (no RBAC yet) then exits after 2 minutes instead of waiting for the Lease.")
 	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
 	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
 	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
