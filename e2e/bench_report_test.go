@@ -58,6 +58,9 @@ func reportOf(res *results) string {
 			r.f("### %s\n\nNot measured in this report's run.\n\n", s.title)
 		}
 	}
+	if len(r.runs("memory-unrelated", "", "")) == 0 {
+		r.goal = append(r.goal, fmt.Sprintf("| Memory with %d unrelated objects far below (under half) the lesson's operator's | not measured in this report's run | **not measured** |", sc.unrelated))
+	}
 	r.goals()
 	r.cluster()
 	return r.String()
