@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,10 +39,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // PromocionReconciler brings a Promocion's children to what its spec asks for.
@@ -203,15 +208,44 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 }
 
 // SetupWithManager watches Promociones, and the children they own: a change to
-// any child queues its Promocion.
+// any child queues its Promocion. Each child's watch is the lesson's Owns (the
+// same handler, EnqueueRequestForOwner of the controller owner), wrapped so
+// that a deleted child's Promocion goes ahead of the queue.
 func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner())}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&Promocion{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
+		Watches(&appsv1.Deployment{}, owns).
+		Watches(&corev1.Service{}, owns).
+		Watches(&corev1.ConfigMap{}, owns).
 		Named("promocion").
 		Complete(r)
+}
+
+// repairPriority is a repair's place in controller-runtime's priority queue:
+// above new and changed Promociones (0) and resyncs (handler.LowPriority).
+const repairPriority = 100
+
+// repairFirst queues the owner of a deleted child at repairPriority: a live
+// shop without its Service is an outage now, while a thousand new Promociones
+// in the queue are only waiting. Other events keep their usual priority.
+type repairFirst struct{ handler.EventHandler }
+
+func (h repairFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		q = atPriority{pq, repairPriority}
+	}
+	h.EventHandler.Delete(ctx, e, q)
+}
+
+// atPriority is a priority queue whose Add puts items at one priority.
+type atPriority struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	priority int
+}
+
+func (q atPriority) Add(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &q.priority}, item)
 }
 
 func newScheme() *runtime.Scheme {

@@ -22,6 +22,10 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 var ctx = context.Background()
@@ -159,6 +163,48 @@ func TestDeletedChildrenComeBack(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// A deleted child's Promocion is taken from the queue before the Promociones
+// that were waiting there: the real priority queue of controller-runtime and
+// the real owner handler, as SetupWithManager wires them.
+func TestDeletedChildIsRepairedFirst(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(GroupVersion.WithKind("Promocion"), meta.RESTScopeNamespace)
+	h := repairFirst{handler.EnqueueRequestForOwner(newScheme(), mapper, &Promocion{}, handler.OnlyControllerOwner())}
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+
+	childOf := func(name string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tienda", Name: name + "-html"}}
+		owner := &Promocion{ObjectMeta: metav1.ObjectMeta{Namespace: "tienda", Name: name, UID: types.UID(name)}}
+		if err := ctrl.SetControllerReference(owner, cm, newScheme()); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	for i := range 50 { // new Promociones, and their children's creation
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: fmt.Sprintf("nueva-%d", i)}})
+	}
+	h.Create(ctx, event.CreateEvent{Object: childOf("creada")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: childOf("cambiada"), ObjectNew: childOf("cambiada")}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: childOf("rebajas-verano")}, q)
+
+	item, priority, _ := q.GetWithPriority()
+	if item.Name != "rebajas-verano" || priority != repairPriority {
+		t.Errorf("first out of the queue: %s at priority %d, want rebajas-verano (its ConfigMap deleted) at %d", item.Name, priority, repairPriority)
+	}
+	q.Done(item)
+	for range 51 { // then the others in their order, and the child's creation and change among them
+		item, priority, _ = q.GetWithPriority()
+		q.Done(item)
+		if priority != 0 {
+			t.Errorf("%s at priority %d, want 0: only a deletion is a repair", item.Name, priority)
+		}
+	}
+	if q.Len() != 1 {
+		t.Errorf("%d left in the queue, want 1", q.Len())
 	}
 }
 
