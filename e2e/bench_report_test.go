@@ -164,40 +164,23 @@ func (r *reportWriter) header() {
 		r.f("Machine noise over the run's %d measured runs and rounds: the calibration loop (SHA-256 of 64 MiB, CPU-bound) took %s ms, a spread of %.0f%% of its median; the 1-minute load average was %s.\n\n",
 			len(calib), c, 100*(c.hi-c.lo)/c.med, l)
 	}
-	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
+	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Every run and round starts from the same cluster: etcd's data, saved once after set-up, is put back (`hack/cluster.sh restore`: the control plane stopped, the data copied back, the control plane started) and a probe Deployment's Pod made Ready before it begins. Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
 }
 
 func (r *reportWriter) recovery() {
 	r.f("### Recovery of a deleted child\n\n")
-	r.f("%d rounds × %d deletions per child kind and candidate, idle and then while %d Promociones converge. Deletions are taken one after the other, so under load the first deletion of each kind waits for as long as the load's backlog takes to drain, and the others are taken after it: the table gives the first ones apart (median of the rounds [min, max]) and, for the rest, each round's p50 and p95 (median of the rounds [min, max]) and the p50 and p95 of all samples together. In ms.\n\n", r.sc.rounds, r.sc.samples, r.sc.load)
+	r.f("%d rounds per candidate, each over %d live shops (Promociones of replicas 0, converged). Idle: %d deletions per child kind, one at a time, of one shop's children. Under load: %d Promociones are created at once in another namespace and, as soon as they all exist, every shop loses its three children at once (%d deletions, 32 at a time), so that each recovery competes with the load's backlog; the time runs from each delete to the watch event of its new object. For each: each round's p50 and p95 (median of the rounds [min, max]) and the p50 and p95 of all samples together. In ms.\n\n", r.sc.rounds, r.sc.samples, r.sc.samples, r.sc.load, 3*r.sc.samples)
 	r.f("| child | when | figure | ours | lesson | plain | ours ÷ lesson | ours ÷ plain |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	// The samples of a candidate, kind and round in the order taken: the
-	// first loaded one of each kind is the one behind the backlog.
-	type group struct {
-		when string
-		keep func(s recoverySample, i int) bool // i: its place among its candidate's, kind's, round's and loadedness'
-	}
-	groups := []group{
-		{"idle", func(s recoverySample, _ int) bool { return !s.Loaded }},
-		{"first under load", func(s recoverySample, i int) bool { return s.Loaded && i == 0 }},
-		{"under load, after the first", func(s recoverySample, i int) bool { return s.Loaded && i > 0 }},
-	}
 	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
-		for _, g := range groups {
+		for _, loaded := range []bool{false, true} {
+			when := map[bool]string{false: "idle", true: "under load"}[loaded]
 			per := map[string]map[string]fig{} // candidate → figure → over rounds
 			pooled := map[string][2]float64{}
 			for _, c := range []string{oursKey, leccionKey, plainKey} {
 				rounds := map[int][]float64{}
-				place := map[[2]int]int{}
 				var all []float64
 				for _, s := range r.res.Recovery {
-					if s.Candidate != c || s.Kind != kind {
-						continue
-					}
-					k := [2]int{s.Round, map[bool]int{false: 0, true: 1}[s.Loaded]}
-					i := place[k]
-					place[k]++
-					if g.keep(s, i) {
+					if s.Candidate == c && s.Kind == kind && s.Loaded == loaded {
 						rounds[s.Round] = append(rounds[s.Round], s.Ms)
 						all = append(all, s.Ms)
 					}
@@ -213,25 +196,12 @@ func (r *reportWriter) recovery() {
 					pooled[c] = [2]float64{percentile(all, 0.5), percentile(all, 0.95)}
 				}
 			}
-			figures := []string{"p50", "p95"}
-			if g.when == "first under load" {
-				figures = []string{"p50"} // one per round: p50 is the sample itself
-			}
-			for i, p := range figures {
+			for i, p := range []string{"p50", "p95"} {
 				o, l, pl := per[oursKey][p], per[leccionKey][p], per[plainKey][p]
-				label := p + " of rounds"
-				if len(figures) == 1 {
-					label = "one per round"
-				}
-				r.f("| %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, g.when, label, o, l, pl, ratio(o, l), ratio(o, pl))
-				if len(figures) == 2 {
-					r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, g.when, p,
-						num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
-				}
-				if len(figures) == 1 {
-					p = "time"
-				}
-				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the lesson's operator", p, kind, g.when), o.med <= l.med || o.overlaps(l),
+				r.f("| %s | %s | %s of rounds | %s | %s | %s | %s | %s |\n", kind, when, p, o, l, pl, ratio(o, l), ratio(o, pl))
+				r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, when, p,
+					num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
+				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the lesson's operator", p, kind, when), o.med <= l.med || o.overlaps(l),
 					fmt.Sprintf("%s against %s ms", o, l))
 			}
 		}
@@ -246,7 +216,7 @@ func (r *reportWriter) recovery() {
 		}
 	}
 	if after > 0 {
-		r.f("\n%d of the %d samples under load (%.0f%%) began and ended before the load had all converged (the load's watch shows every Promocion Listo); the rest ended after. The operators' queues can hold work for the load after that (the Deployment controller's status updates).\n\n", conv, after, 100*float64(conv)/float64(after))
+		r.f("\n%d of the %d samples under load (%.0f%%) were back before the load had all converged (the load's watch shows every Promocion Listo); the rest came back after it, behind the whole backlog.\n\n", conv, after, 100*float64(conv)/float64(after))
 	}
 	r.f("Inside the operators during each round's idle deletions (controller-runtime's own metrics, means per reconcile, every reconcile of the round counted: the recreations and the status updates that follow them):\n\n")
 	r.f("| candidate | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- |\n")
@@ -325,15 +295,12 @@ func (r *reportWriter) headline() {
 func (r *reportWriter) contention() {
 	r.f("### Under contention: a flooding client, and a user's kubectl apply\n\n")
 	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, a team's user (a ServiceAccount with `edit`) applies %d ConfigMaps with `kubectl apply`. The same flood and apply with no candidate running took the user **%s s**.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"))
-	r.f("| candidate | client-side limit | time to Listo (s) | children and status written (s) | the user's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- |\n")
-	variants := []string{""}
-	for _, q := range r.sc.qpsChoices {
-		variants = append(variants, fmt.Sprintf("qps=%d burst=%d", q[0], q[1]))
-	}
+	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the user's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- |\n")
+	variants := append([]string{""}, r.sc.limits...)
 	for _, c := range []string{oursKey, leccionKey, plainKey} {
 		for _, v := range variants {
 			for _, x := range r.runs("contention", c, v) {
-				limit := map[bool]string{true: "none (-1)", false: v}[v == ""]
+				limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
 				r.f("| %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), num(float64(x.Children+x.Status)/float64(x.N)))
 			}
 		}

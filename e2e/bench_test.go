@@ -54,6 +54,7 @@ func TestBench(t *testing.T) {
 	b.settings()
 	b.identities()
 	b.makeTemplate()
+	b.saveCluster()
 
 	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
 	only := os.Getenv("BENCH_SECTIONS") // comma-separated: measure these only, beside an earlier run's others
@@ -87,6 +88,11 @@ func TestBench(t *testing.T) {
 	if reportOf(&again) != b.report() {
 		t.Errorf("the report made from bench-results.json differs from the run's")
 	}
+	// BENCH_SECTIONS=recovery would measure recovery again: nothing of the earlier one may stay.
+	if again.drop("recovery"); len(again.Recovery)+len(again.Inside) != 0 || strings.Contains(strings.Join(again.Parts, ";"), "recovery") ||
+		!strings.Contains(reportOf(&again), "### Recovery of a deleted child\n\nNot measured") {
+		t.Errorf("dropping the recovery section left some of it: parts %q, %d samples", again.Parts, len(again.Recovery))
+	}
 	if file := os.Getenv("BENCH_REPORT"); file != "" {
 		if err := splice(file, "bench", b.report()); err != nil {
 			t.Error(err)
@@ -101,7 +107,8 @@ func (b *bench) part(sections string) string {
 }
 
 // joinEarlier takes an earlier run's results from dir, to which this run
-// adds the sections it measures; none may be measured twice.
+// adds the sections it measures; what the earlier run measured of those
+// sections is dropped, so that each section comes whole from one run.
 func (b *bench) joinEarlier(dir string) {
 	raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json"))
 	if err != nil {
@@ -111,19 +118,35 @@ func (b *bench) joinEarlier(dir string) {
 	if err := json.Unmarshal(raw, &earlier); err != nil {
 		b.t.Fatal(err)
 	}
-	if len(earlier.Parts) == 0 { // a run from before parts were recorded: its own sections
-		earlier.Parts = []string{fmt.Sprintf("%s (seed %d): recovery", earlier.Started.Format("2006-01-02 15:04 MST"), earlier.Seed)}
-	}
 	for _, name := range strings.Split(os.Getenv("BENCH_SECTIONS"), ",") {
-		for _, p := range earlier.Parts {
-			if _, secs, _ := strings.Cut(p, "): "); slices.Contains(strings.Split(secs, ", "), name) {
-				b.t.Fatalf("the earlier run %q measured %s already", p, name)
-			}
-		}
+		earlier.drop(name)
 	}
 	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
 	earlier.Started, earlier.Seed = b.res.Started, b.res.Seed
 	*b.res = earlier
+}
+
+// drop removes what was measured for section, and its name from the parts.
+func (r *results) drop(section string) {
+	r.Runs = slices.DeleteFunc(r.Runs, func(x run) bool { return x.Section == section || strings.HasPrefix(x.Section, section+"-") })
+	if note, ok := map[string]string{"contention": "alone-apply=", "steady": "steady=", "fsync": "fsync-etcd="}[section]; ok {
+		r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, note) })
+	}
+	switch section {
+	case "recovery":
+		r.Recovery, r.Inside, r.Noise = nil, nil, nil
+	case "failover":
+		r.Failover = nil
+	}
+	r.Sections = slices.DeleteFunc(r.Sections, func(s sectionTime) bool { return s.Name == section })
+	var parts []string
+	for _, p := range r.Parts {
+		run, secs, _ := strings.Cut(p, "): ")
+		if left := slices.DeleteFunc(strings.Split(secs, ", "), func(s string) bool { return s == section }); len(left) > 0 {
+			parts = append(parts, run+"): "+strings.Join(left, ", "))
+		}
+	}
+	r.Parts = parts
 }
 
 // write puts the report and its data into dir.
@@ -170,15 +193,16 @@ type scale struct {
 	sideApply  int              // ConfigMaps a user applies with kubectl during a contended run
 	idle       time.Duration
 	failovers  int
-	qpsChoices [][2]int // --kube-api-qps and burst tried under contention, beside -1
+	limits     []string // this operator's flags tried under contention, beside its defaults
 }
 
 var (
 	smokeScale = scale{name: "smoke", n: 20, repeats: 2, rounds: 1, samples: 5, load: 20, scaleNs: []int{10, 30},
-		unrelated: 200, flood: 2, sideApply: 10, idle: 3 * time.Second, failovers: 1, qpsChoices: [][2]int{{20, 30}}}
+		unrelated: 200, flood: 2, sideApply: 10, idle: 3 * time.Second, failovers: 1, limits: []string{"--kube-api-qps=20 --kube-api-burst=30"}}
 	fullScale = scale{name: "full", n: 1000, repeats: 5, rounds: 3, samples: 200, load: 1000, scaleNs: []int{1000, 5000, 10000},
 		scaleOf:   map[string][]int{leccionKey: {1000}},
-		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5, qpsChoices: [][2]int{{20, 30}, {100, 200}}}
+		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5,
+		limits: []string{"--kube-api-qps=100 --kube-api-burst=200", "--max-concurrent-reconciles=4"}}
 )
 
 // The candidates' keys, in the report's order.
@@ -250,7 +274,7 @@ type recoverySample struct {
 	Candidate  string  `json:"candidate"`
 	Kind       string  `json:"kind"`
 	Loaded     bool    `json:"loaded"`
-	Converging bool    `json:"converging"` // the load had not all converged when it was taken
+	Converging bool    `json:"converging"` // under load: it was back before the load had all converged
 	Round      int     `json:"round"`
 	Ms         float64 `json:"ms"`
 }
@@ -595,10 +619,10 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 type finish struct{ written, listo time.Time }
 
 // watchFinish follows the Promociones of ns on a watch, from now on, and
-// returns when n are Listo. It follows a watch rather than polling a list:
+// returns when n are Listo; it closes seen (if not nil) once n exist. It follows a watch rather than polling a list:
 // listing 1000 Promociones every few milliseconds would load the API server
 // more for some candidates than for others.
-func (b *bench) watchFinish(ctx context.Context, ns string, n int) func() (finish, error) {
+func (b *bench) watchFinish(ctx context.Context, ns string, n int, seen chan struct{}) func() (finish, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("tienda.example.com/v1")
 	list.SetKind("PromocionList")
@@ -625,6 +649,10 @@ func (b *bench) watchFinish(ctx context.Context, ns string, n int) func() (finis
 			want, _, _ := unstructured.NestedInt64(p.Object, "spec", "replicas")
 			written[p.GetName()] = fase != ""
 			listo[p.GetName()] = fase == "Listo" && ready == want
+			if seen != nil && len(written) == n {
+				close(seen)
+				seen = nil
+			}
 			if f.written.IsZero() && count(written) == n {
 				f.written = time.Now()
 			}
@@ -656,10 +684,12 @@ func count(m map[string]bool) int {
 
 // ----- 1. recovery -----
 
-// recovery deletes each child of a Promocion and times its return, as seen on
-// a watch: for the operators, their reconcile; for the plain client, a create
-// sent as soon as the delete returns (the physical limit). Each round takes
-// the samples idle, then while a load of Promociones converges.
+// recovery deletes the children of live shops and times their return, as seen
+// on a watch: for the operators, their reconcile; for the plain client, a
+// create sent as soon as the delete returns (the physical limit). Each round
+// takes the samples idle, one at a time, then all at once while a load of
+// Promociones converges: every one of those waits behind the load's backlog,
+// unless the candidate puts repairs first.
 func (b *bench) recovery() {
 	for r := range b.sc.rounds {
 		for _, key := range b.order() {
@@ -671,35 +701,44 @@ func (b *bench) recovery() {
 func (b *bench) recoveryRound(c *candidate, r int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	defer b.resetCluster("off")
 	ns := b.namespace(fmt.Sprintf("bench-rec-%s-%d", c.key, r))
 	b.res.Noise = append(b.res.Noise, noise{calibrate(), load1()})
+	// The shops: sc.samples Promociones, live before any child is deleted.
 	var o *operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("recovery-%d", r))
-		b.createPromociones(ns, 1, 1)
+		defer o.stop(b.t)
+		b.createPromociones(ns, b.sc.samples, 0)
 	} else {
-		b.plainConverge(ctx, ns, 1, 1, 1)
+		b.plainConverge(ctx, ns, b.sc.samples, 0, 32)
 	}
-	b.waitListo(ns, 1)
-	kinds := b.firstChildren(ns)
-	p := promocion(ns, 0, 1)
-	if err := b.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-		b.t.Fatal(err)
-	}
-	sample := func(k child, loaded bool, converging func() bool) {
-		var recreate func() error
-		if c.binary == "" {
-			recreate = func() error { return c.c.Create(ctx, b.template.copyFor(k.obj, p)) }
+	b.waitListo(ns, b.sc.samples)
+	shops := make([]*unstructured.Unstructured, b.sc.samples)
+	for i := range shops {
+		shops[i] = promocion(ns, i, 0)
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(shops[i]), shops[i]); err != nil {
+			b.t.Fatal(err)
 		}
-		conv := converging()
-		d := recreationTime(b.t, b.c, k.list, k.obj.DeepCopyObject().(client.Object), recreate)
-		b.res.Recovery = append(b.res.Recovery, recoverySample{c.key, k.name, loaded, conv && converging(), r, float64(d.Microseconds()) / 1000})
-		time.Sleep(20 * time.Millisecond) // each recovery alone, not in the wake of the last
 	}
+	// The plain client's recreation of child j (in firstChildren's order) of p.
+	recreate := func(j int, p *unstructured.Unstructured) func() error {
+		if c.binary != "" {
+			return nil
+		}
+		return func() error { return c.c.Create(ctx, b.template.copyFor(b.template.objects[j], p)) }
+	}
+	record := func(kind string, loaded, converging bool, d time.Duration) {
+		b.res.Recovery = append(b.res.Recovery, recoverySample{c.key, kind, loaded, converging, r, float64(d.Microseconds()) / 1000})
+	}
+
+	// Idle: one shop's children, one deletion at a time.
+	kinds := b.firstChildren(ns)
 	before := b.insideOf(o)
 	for range b.sc.samples {
-		for _, k := range kinds {
-			sample(k, false, func() bool { return false })
+		for j, k := range kinds {
+			record(k.name, false, false, recreationTime(b.t, b.c, k.list, k.obj.DeepCopyObject().(client.Object), recreate(j, shops[0])))
+			time.Sleep(20 * time.Millisecond) // each recovery alone, not in the wake of the last
 		}
 	}
 	if o != nil {
@@ -709,16 +748,20 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 		b.res.Inside = append(b.res.Inside, inside{c.key, r, n, (after.QueuedMs - before.QueuedMs) / n, (after.ReconcileMs - before.ReconcileMs) / n,
 			(after.WaitMs - before.WaitMs) / max(gets, 1), gets})
 	}
-	// The load: Promociones created at once in another namespace.
+
+	// Under load: sc.load Promociones created at once in another namespace and,
+	// once they all exist, every shop loses its three children at once.
 	loadNS := b.namespace(fmt.Sprintf("bench-rec-load-%s-%d", c.key, r))
-	done := b.watchFinish(ctx, loadNS, b.sc.load)
-	var converged atomic.Bool
+	seen := make(chan struct{})
+	done := b.watchFinish(ctx, loadNS, b.sc.load, seen)
+	var converged atomic.Pointer[time.Time]
 	go func() {
-		if _, err := done(); err != nil {
+		f, err := done()
+		if err != nil {
 			b.t.Error(err)
 			return
 		}
-		converged.Store(true)
+		converged.Store(&f.listo)
 	}()
 	if c.binary != "" {
 		go func() {
@@ -731,22 +774,98 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	} else {
 		b.plainConverge(ctx, loadNS, b.sc.load, 0, 32)
 	}
-	for range b.sc.samples {
-		for _, k := range kinds {
-			sample(k, true, func() bool { return !converged.Load() })
-		}
+	select {
+	case <-seen:
+	case <-ctx.Done():
+		b.t.Fatalf("the load's %d Promociones were not all created", b.sc.load)
 	}
+	samples := b.burst(ctx, ns, shops, recreate)
 	b.waitFor("the load converged", 10*time.Minute, 100*time.Millisecond, func() error {
-		if !converged.Load() {
+		if converged.Load() == nil {
 			return fmt.Errorf("not yet")
 		}
 		return nil
 	})
-	if o != nil {
-		o.stop(b.t)
+	for _, s := range samples {
+		record(s.kind, true, s.back.Before(*converged.Load()), s.took)
 	}
-	b.deleteNamespace(loadNS)
-	b.deleteNamespace(ns)
+}
+
+type burstSample struct {
+	kind string
+	took time.Duration
+	back time.Time
+}
+
+// burst deletes the three children of every shop at once (32 at a time) and
+// returns, for each, the time from its delete to the watch showing it back.
+func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unstructured, recreate func(int, *unstructured.Unstructured) func() error) []burstSample {
+	kinds := b.firstChildren(ns)
+	type key struct{ kind, name string }
+	var mu sync.Mutex
+	started := map[key]time.Time{}
+	var out []burstSample
+	back := make(chan struct{}, 3*len(shops))
+	for _, k := range kinds {
+		list := k.list.DeepCopyObject().(client.ObjectList)
+		if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			b.t.Fatal(err)
+		}
+		w, err := b.c.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				o, ok := ev.Object.(client.Object)
+				if !ok || ev.Type != watch.Added {
+					continue
+				}
+				now := time.Now()
+				mu.Lock()
+				if t, ok := started[key{k.name, o.GetName()}]; ok {
+					out = append(out, burstSample{kind: k.name, took: now.Sub(t), back: now})
+					delete(started, key{k.name, o.GetName()})
+					back <- struct{}{}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	order := b.rnd.Perm(len(shops))
+	if err := parallelErr(len(shops), 32, func(i int) error {
+		p := shops[order[i]]
+		for j, k := range kinds {
+			obj := k.obj.DeepCopyObject().(client.Object)
+			obj.SetName(strings.Replace(obj.GetName(), "promo-0", p.GetName(), 1))
+			obj.SetResourceVersion("")
+			mu.Lock()
+			started[key{k.name, obj.GetName()}] = time.Now()
+			mu.Unlock()
+			if err := b.c.Delete(ctx, obj); err != nil {
+				return err
+			}
+			if re := recreate(j, p); re != nil {
+				if err := re(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		b.t.Fatalf("the burst of deletions: %v", err)
+	}
+	for range 3 * len(shops) {
+		select {
+		case <-back:
+		case <-ctx.Done():
+			b.t.Fatalf("%d children of the burst did not come back", len(started))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return out
 }
 
 // insideOf reads the totals that inside's means are made of (nil: none).
@@ -809,6 +928,12 @@ func recreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, ob
 // namespace, handled by candidate c, followed until every one is Listo. during,
 // if set, runs beside it and returns what it measured.
 func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64)) run {
+	return b.convergeThen(section, c, n, replicas, repeat, variant, args, during, "off")
+}
+
+// convergeThen is converge, with etcdFsync ("on" or "off") for the cluster
+// that the next run starts from.
+func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64), etcdFsync string) run {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -820,7 +945,7 @@ func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, 
 	}
 	auditFrom := b.auditSize()
 	requests := b.apiRequests()
-	wait := b.watchFinish(ctx, ns, n)
+	wait := b.watchFinish(ctx, ns, n, nil)
 	var side sync.WaitGroup
 	if during != nil {
 		side.Go(func() { r.SideApply, r.Flood = during() })
@@ -869,7 +994,7 @@ func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, 
 	if o != nil {
 		o.stop(b.t)
 	}
-	b.deleteNamespace(ns)
+	b.resetCluster(etcdFsync)
 	b.res.Runs = append(b.res.Runs, r)
 	b.logf("%s %s n=%d %s: written %.1f s, Listo %.1f s, %d+%d writes", section, c.key, n, variant, r.Written, r.Listo, r.Children, r.Status)
 	return r
@@ -887,33 +1012,38 @@ func (b *bench) convergence() {
 
 // contention runs the headline once per candidate while a flooding client
 // lists ConfigMaps as fast as it is answered, and a team's user applies
-// ConfigMaps with kubectl; then this operator with client-side limits, to
-// choose --kube-api-qps from what it costs.
+// ConfigMaps with kubectl; then this operator with other limits (sc.limits),
+// to choose its defaults from what they cost the user.
 func (b *bench) contention() {
+	type try struct {
+		key     string
+		variant string
+	}
+	tries := []try{{oursKey, ""}, {leccionKey, ""}, {plainKey, ""}}
+	for _, l := range b.sc.limits {
+		tries = append(tries, try{oursKey, l})
+	}
+	b.rnd.Shuffle(len(tries), func(i, j int) { tries[i], tries[j] = tries[j], tries[i] })
+	for i, tr := range tries {
+		b.floodData()
+		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, 0, tr.variant, strings.Fields(tr.variant), func() (float64, float64) {
+			return b.sideApply(fmt.Sprintf("bench-usuario-%d", i)), 0
+		})
+	}
+	// The same flood and apply, with no candidate: what the user's apply takes alone.
+	b.floodData()
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("alone-apply=%.2f", b.sideApply("bench-usuario-solo")))
+	b.resetCluster("off")
+}
+
+// floodData is what the flooding client lists: 1000 ConfigMaps of 10 KB.
+func (b *bench) floodData() {
 	ns := b.namespace("bench-flood-data")
 	page := strings.Repeat("x", 10*1024)
 	b.parallel(1000, 32, func(i int) error {
 		return b.c.Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("flood-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
 	})
-	type try struct {
-		key     string
-		variant string
-		args    []string
-	}
-	tries := []try{{oursKey, "", nil}, {leccionKey, "", nil}, {plainKey, "", nil}}
-	for _, q := range b.sc.qpsChoices {
-		tries = append(tries, try{oursKey, fmt.Sprintf("qps=%d burst=%d", q[0], q[1]), []string{"--kube-api-qps=" + strconv.Itoa(q[0]), "--kube-api-burst=" + strconv.Itoa(q[1])}})
-	}
-	b.rnd.Shuffle(len(tries), func(i, j int) { tries[i], tries[j] = tries[j], tries[i] })
-	for i, tr := range tries {
-		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, 0, tr.variant, tr.args, func() (float64, float64) {
-			return b.sideApply(fmt.Sprintf("bench-usuario-%d", i)), 0
-		})
-	}
-	// The same load, with no candidate: what the user's apply takes alone.
-	b.res.Notes = append(b.res.Notes, fmt.Sprintf("alone-apply=%.2f", b.sideApply("bench-usuario-solo")))
-	b.deleteNamespace(ns)
 }
 
 // sideApply floods the API server with lists as the flooding client and, a
@@ -921,7 +1051,6 @@ func (b *bench) contention() {
 // returns the apply's seconds (the flood's rate goes to the log and notes).
 func (b *bench) sideApply(ns string) float64 {
 	b.namespace(ns)
-	defer b.deleteNamespace(ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	var lists atomic.Int64
 	var wg sync.WaitGroup
@@ -973,28 +1102,60 @@ func (b *bench) scale() {
 }
 
 // fsync runs the headline once per candidate with etcd syncing every write to
-// disk, as in production; then puts etcd back as the rest of the run had it.
+// disk, as in production; the last run puts etcd back as the rest had it.
 func (b *bench) fsync() {
-	b.restartEtcd("on")
-	defer b.restartEtcd("off")
+	b.resetCluster("on")
 	b.res.Notes = append(b.res.Notes, "fsync-etcd="+b.commandLine("etcd"))
-	for _, key := range b.order() {
-		b.converge("fsync", b.candidates[key], b.sc.n, 1, 0, "", nil, nil)
+	order := b.order()
+	for i, key := range order {
+		next := map[bool]string{true: "off", false: "on"}[i == len(order)-1]
+		b.convergeThen("fsync", b.candidates[key], b.sc.n, 1, 0, "", nil, nil, next)
 	}
 }
 
-func (b *bench) restartEtcd(fsync string) {
-	if out, err := clusterSh("stop", "etcd").CombinedOutput(); err != nil {
-		b.t.Fatalf("stopping etcd: %v\n%s", err, out)
+// saveCluster keeps the cluster as it is now (hack/cluster.sh save): each
+// run starts from it, the same for every candidate, restored in seconds where
+// deleting a run's thousands of objects took a minute.
+func (b *bench) saveCluster() {
+	b.clusterSh("save", "")
+}
+
+// resetCluster puts the saved cluster back, etcd syncing to disk if fsync is
+// "on", and waits until the control plane has made a probe Deployment's Pod
+// Ready: the next run starts on a cluster whose every part works.
+func (b *bench) resetCluster(fsync string) {
+	b.clusterSh("restore", fsync)
+	ctx := context.Background()
+	ns := b.namespace("bench-probe")
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "probe"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe"}}}}}}
+	if err := b.c.Create(ctx, d); err != nil {
+		b.t.Fatal(err)
 	}
-	start := clusterSh("start", "etcd")
-	start.Env = append(start.Env, "ETCD_FSYNC="+fsync)
-	if out, err := start.CombinedOutput(); err != nil {
-		b.t.Fatalf("starting etcd: %v\n%s", err, out)
+	b.eventually("the control plane makes a Deployment's Pod Ready after the restore", func() error {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if d.Status.ReadyReplicas != 1 {
+			return fmt.Errorf("%d ready", d.Status.ReadyReplicas)
+		}
+		return nil
+	}) // it stays: one Deployment, the same in every run
+}
+
+func (b *bench) clusterSh(verb, fsync string) {
+	cmd := clusterSh(verb)
+	if fsync != "" {
+		cmd.Env = append(cmd.Env, "ETCD_FSYNC="+fsync)
 	}
-	b.eventually("the API server answers again", func() error {
-		_, err := b.tryKubectl("get", "--raw", "/readyz")
-		return err
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.t.Fatalf("hack/cluster.sh %s: %v\n%s", verb, err, out)
+	}
+	b.eventually("the API server answers after hack/cluster.sh "+verb, func() error {
+		return b.c.List(context.Background(), &corev1.NamespaceList{})
 	})
 }
 
@@ -1033,7 +1194,7 @@ func (b *bench) memory() {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
 	})
 	measure("memory-unrelated")
-	b.deleteNamespace(ns)
+	b.resetCluster("off")
 }
 
 // ----- 6. steady state and failover -----
@@ -1094,7 +1255,7 @@ func (b *bench) failover() {
 			}
 		}
 	}
-	b.deleteNamespace("bench-steady")
+	b.resetCluster("off")
 }
 
 // ----- helpers -----
