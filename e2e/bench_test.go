@@ -180,20 +180,20 @@ func (b *bench) plots(dir string) {
 }
 
 type scale struct {
-	name       string
-	n          int // the headline's Promociones, created at once
-	repeats    int // of each convergence figure, per candidate
-	rounds     int // of recovery samples, per candidate
-	samples    int // per child kind, per round, idle and under load
-	load       int // Promociones converging during the loaded recovery samples
-	scaleNs    []int
-	scaleOf    map[string][]int // the Ns each candidate runs at (all of scaleNs if absent)
-	unrelated  int              // 10 KB ConfigMaps of no Promocion, for the memory figure
-	flood      int              // the flooding client's goroutines
-	sideApply  int              // ConfigMaps a user applies with kubectl during a contended run
-	idle       time.Duration
-	failovers  int
-	limits     []string // this operator's flags tried under contention, beside its defaults
+	name      string
+	n         int // the headline's Promociones, created at once
+	repeats   int // of each convergence figure, per candidate
+	rounds    int // of recovery samples, per candidate
+	samples   int // per child kind, per round, idle and under load: the shops of a round
+	load      int // Promociones converging during the loaded recovery samples
+	scaleNs   []int
+	scaleOf   map[string][]int // the Ns each candidate runs at (all of scaleNs if absent)
+	unrelated int              // 10 KB ConfigMaps of no Promocion, for the memory figure
+	flood     int              // the flooding client's goroutines
+	sideApply int              // ConfigMaps a user applies with kubectl during a contended run
+	idle      time.Duration
+	failovers int
+	limits    []string // this operator's flags tried under contention, beside its defaults
 }
 
 var (
