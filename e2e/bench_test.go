@@ -23,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -618,51 +619,42 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 // and a status written (fase set), and then Listo with all replicas ready.
 type finish struct{ written, listo time.Time }
 
-// watchFinish follows the Promociones of ns on a watch, from now on, and
-// returns when n are Listo; it closes seen (if not nil) once n exist. It follows a watch rather than polling a list:
-// listing 1000 Promociones every few milliseconds would load the API server
-// more for some candidates than for others.
+// watchFinish follows the Promociones of ns, from now on, and returns when n
+// are Listo; it closes seen (if not nil) once n exist. It follows a watch
+// rather than polling a list: listing 1000 Promociones every few milliseconds
+// would load the API server more for some candidates than for others.
 func (b *bench) watchFinish(ctx context.Context, ns string, n int, seen chan struct{}) func() (finish, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("tienda.example.com/v1")
 	list.SetKind("PromocionList")
-	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		b.t.Fatal(err)
-	}
-	w, err := b.c.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	started := make(chan struct{})
 	result := make(chan finish, 1)
 	go func() {
-		defer w.Stop()
 		var f finish
-		written, listo := map[string]bool{}, map[string]bool{}
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				b.t.Errorf("the watch of %s's Promociones: %v", ns, ev.Object)
-				break
-			}
+		written, listo := tally{}, tally{}
+		_ = b.follow(ctx, list, ns, started, func(o client.Object) bool {
+			p := o.(*unstructured.Unstructured)
 			fase, _, _ := unstructured.NestedString(p.Object, "status", "fase")
 			ready, _, _ := unstructured.NestedInt64(p.Object, "status", "readyReplicas")
 			want, _, _ := unstructured.NestedInt64(p.Object, "spec", "replicas")
-			written[p.GetName()] = fase != ""
-			listo[p.GetName()] = fase == "Listo" && ready == want
-			if seen != nil && len(written) == n {
+			written.set(p.GetName(), fase != "")
+			listo.set(p.GetName(), fase == "Listo" && ready == want)
+			if seen != nil && len(written.of) == n {
 				close(seen)
 				seen = nil
 			}
-			if f.written.IsZero() && count(written) == n {
+			if f.written.IsZero() && written.n == n {
 				f.written = time.Now()
 			}
-			if count(listo) == n {
+			if listo.n == n {
 				f.listo = time.Now()
-				break
+				return true
 			}
-		}
+			return false
+		})
 		result <- f
 	}()
+	<-started
 	return func() (finish, error) {
 		f := <-result
 		if f.listo.IsZero() {
@@ -672,14 +664,70 @@ func (b *bench) watchFinish(ctx context.Context, ns string, n int, seen chan str
 	}
 }
 
-func count(m map[string]bool) int {
-	n := 0
-	for _, v := range m {
-		if v {
-			n++
+// tally is a set of named booleans that counts its trues as they change: a
+// run of 10,000 Promociones sees tens of thousands of events.
+type tally struct {
+	of map[string]bool
+	n  int
+}
+
+func (t *tally) set(name string, v bool) {
+	if t.of == nil {
+		t.of = map[string]bool{}
+	}
+	if t.of[name] != v {
+		t.n += map[bool]int{true: 1, false: -1}[v]
+	}
+	t.of[name] = v
+}
+
+// follow calls f with each object of list's kind in ns: those a list
+// returns, then each one a watch shows added or changed, until f returns
+// true or ctx ends. An API server may end any watch (a timeout, a slow
+// watcher); then it lists and watches again, as an informer does, and says
+// so in the log. It closes listed once its first list is done.
+func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, listed chan struct{}, f func(client.Object) bool) error {
+	for first := true; ctx.Err() == nil; first = false {
+		l := list.DeepCopyObject().(client.ObjectList)
+		err := b.c.List(ctx, l, client.InNamespace(ns))
+		if first && listed != nil {
+			close(listed)
+		}
+		if err != nil {
+			b.logf("listing %T in %s: %v", list, ns, err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if f(it.(client.Object)) {
+				return nil
+			}
+		}
+		w, err := b.c.Watch(ctx, l, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
+		if err != nil {
+			b.logf("watching %T in %s: %v", list, ns, err)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				b.logf("the watch of %T in %s ended: %v", list, ns, ev.Object)
+				break
+			}
+			if o, ok := ev.Object.(client.Object); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && f(o) {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+		if ctx.Err() == nil {
+			b.logf("watching %T in %s again", list, ns)
 		}
 	}
-	return n
+	return ctx.Err()
 }
 
 // ----- 1. recovery -----
@@ -798,41 +846,47 @@ type burstSample struct {
 }
 
 // burst deletes the three children of every shop at once (32 at a time) and
-// returns, for each, the time from its delete to the watch showing it back.
+// returns, for each, the time from its delete to the first sight of the new
+// object (another UID) on a watch.
 func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unstructured, recreate func(int, *unstructured.Unstructured) func() error) []burstSample {
 	kinds := b.firstChildren(ns)
 	type key struct{ kind, name string }
 	var mu sync.Mutex
+	old := map[key]types.UID{}
 	started := map[key]time.Time{}
-	var out []burstSample
-	back := make(chan struct{}, 3*len(shops))
 	for _, k := range kinds {
 		list := k.list.DeepCopyObject().(client.ObjectList)
 		if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			b.t.Fatal(err)
 		}
-		w, err := b.c.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-		if err != nil {
-			b.t.Fatal(err)
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			o := it.(client.Object)
+			old[key{k.name, o.GetName()}] = o.GetUID()
 		}
-		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				o, ok := ev.Object.(client.Object)
-				if !ok || ev.Type != watch.Added {
-					continue
-				}
+	}
+	var out []burstSample
+	var watching, back sync.WaitGroup
+	for _, k := range kinds {
+		listed := make(chan struct{})
+		back.Go(func() {
+			n := 0
+			_ = b.follow(ctx, k.list, ns, listed, func(o client.Object) bool {
 				now := time.Now()
 				mu.Lock()
-				if t, ok := started[key{k.name, o.GetName()}]; ok {
+				defer mu.Unlock()
+				id := key{k.name, o.GetName()}
+				if t, ok := started[id]; ok && o.GetUID() != old[id] {
 					out = append(out, burstSample{kind: k.name, took: now.Sub(t), back: now})
-					delete(started, key{k.name, o.GetName()})
-					back <- struct{}{}
+					delete(started, id)
+					n++
 				}
-				mu.Unlock()
-			}
-		}()
+				return n == len(shops)
+			})
+		})
+		watching.Go(func() { <-listed })
 	}
+	watching.Wait()
 	order := b.rnd.Perm(len(shops))
 	if err := parallelErr(len(shops), 32, func(i int) error {
 		p := shops[order[i]]
@@ -856,15 +910,12 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 	}); err != nil {
 		b.t.Fatalf("the burst of deletions: %v", err)
 	}
-	for range 3 * len(shops) {
-		select {
-		case <-back:
-		case <-ctx.Done():
-			b.t.Fatalf("%d children of the burst did not come back", len(started))
-		}
-	}
+	back.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	if len(out) != 3*len(shops) {
+		b.t.Fatalf("%d of the burst's %d children came back", len(out), 3*len(shops))
+	}
 	return out
 }
 
