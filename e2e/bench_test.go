@@ -988,7 +988,11 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	ns := b.namespace(fmt.Sprintf("bench-%s-%s-%d-%d%s", section, c.key, n, repeat, strings.NewReplacer("=", "", " ", "", "/", "-").Replace(variant)))
+	ns := fmt.Sprintf("bench-%s-%s-%d-%d", section, c.key, n, repeat)
+	if variant != "" { // flags make too long a name (63 characters at most): a digest of them
+		ns += fmt.Sprintf("-%x", sha256.Sum256([]byte(variant)))[:9]
+	}
+	b.namespace(ns)
 	r := run{Section: section, Candidate: c.key, Variant: variant, N: n, Replicas: replicas, Repeat: repeat, Calibration: calibrate(), Load1: load1()}
 	var o *operator
 	if c.binary != "" {
