@@ -152,11 +152,16 @@ func (r *reportWriter) header() {
 		r.f("This report joins the sections of %d runs of the same harness on the same machine (`BENCH_SECTIONS`), each section measured whole in one run: %s.\n\n", len(r.res.Parts), strings.Join(r.res.Parts, "; "))
 	}
 	var took []string
+	total := 0.0
 	for _, x := range r.res.Sections {
 		took = append(took, fmt.Sprintf("%s %.0f min", x.Name, x.Minutes))
+		total += x.Minutes
 	}
 	if len(took) > 0 {
-		r.f("Sections: %s.\n\n", strings.Join(took, ", "))
+		r.f("Sections: %s; together %.0f min, which with the set-up (the cluster, the ServiceAccounts, the template) is what one `make bench` takes.\n\n", strings.Join(took, ", "), total)
+	}
+	if len(r.res.Sections) == len(sections) {
+		r.addGoal("One `make bench` under 90 minutes (its sections together)", total < 90, fmt.Sprintf("%.0f min", total))
 	}
 	if len(calib) == 0 {
 		r.f("Machine noise: not recorded for these sections (the harness then timed its calibration loop before convergence runs only).\n\n")

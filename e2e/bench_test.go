@@ -63,22 +63,17 @@ func TestBench(t *testing.T) {
 		b.joinEarlier(dir)
 	}
 	var measured []string
-	for _, section := range []struct {
-		name string
-		run  func()
-	}{
-		{"recovery", b.recovery}, {"headline", b.convergence}, {"contention", b.contention}, {"scale", b.scale},
-		{"memory", b.memory}, {"steady", b.steadyState}, {"failover", b.failover},
-		{"fsync", b.fsync}, // last: it restarts etcd twice
-	} {
-		if only != "" && !slices.Contains(strings.Split(only, ","), section.name) {
+	runs := map[string]func(){"recovery": b.recovery, "headline": b.convergence, "contention": b.contention, "scale": b.scale,
+		"memory": b.memory, "steady": b.steadyState, "failover": b.failover, "fsync": b.fsync}
+	for _, name := range sections {
+		if only != "" && !slices.Contains(strings.Split(only, ","), name) {
 			continue
 		}
-		measured = append(measured, section.name)
+		measured = append(measured, name)
 		b.res.Parts = append(slices.DeleteFunc(b.res.Parts, func(p string) bool { return strings.HasPrefix(p, b.part("")) }), b.part(strings.Join(measured, ", ")))
 		start := time.Now()
-		section.run()
-		b.res.Sections = append(b.res.Sections, sectionTime{section.name, time.Since(start).Minutes()})
+		runs[name]()
+		b.res.Sections = append(b.res.Sections, sectionTime{name, time.Since(start).Minutes()})
 		b.write(dir) // after each section: a run cut short still leaves what it measured
 	}
 	b.plots(dir)
@@ -101,6 +96,10 @@ func TestBench(t *testing.T) {
 	}
 	fmt.Println(b.report())
 }
+
+// sections are the benchmark's, in the order a run takes them; fsync last,
+// since it restores the cluster with etcd syncing to disk.
+var sections = []string{"recovery", "headline", "contention", "scale", "memory", "steady", "failover", "fsync"}
 
 // part names this run and the sections it measured.
 func (b *bench) part(sections string) string {
