@@ -109,7 +109,7 @@ test: vet lint deps k8s-binaries ## Run every test: unit, the image, integration
 e2e: deps k8s-binaries ## The lesson, Steps 1 to 9, out of and in the cluster, the production tests and short chaos and benchmark runs, on a cluster of their own.
 	$(GO) test -count=1 -timeout 30m -v ./e2e/
 
-bench: k8s-binaries ## Benchmarks at full scale, beside the lesson's operator and a plain client (about 100 minutes): writes BENCHMARKS.md's run and bench/ (data, plots).
+bench: k8s-binaries ## Benchmarks at full scale, beside the lesson's operator and a plain client (about 80 minutes): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
 	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 120m -v -run 'TestBench$$' ./e2e/
 
