@@ -362,6 +362,10 @@ func (r *reportWriter) steadyAndFailover() {
 	}
 	r.f("### Steady state and failover\n\nA fresh operator over %d converged Promociones sent **%s** writes resyncing them and **%s** while idle for %s.\n\n", r.sc.n, resync, idle, dur)
 	r.addGoal("Zero writes in the steady state", resync == "0" && idle == "0", resync+" and "+idle)
+	if len(r.res.Failover) == 0 {
+		r.f("Failover: not measured in this report's run.\n\n")
+		return
+	}
 	r.f("Failover: two replicas with `--leader-elect` (lease 6 s, renew deadline 4 s, retry 1 s) over those %d Promociones; the leader is stopped and the time runs until the other's first reconcile (its `controller_runtime_reconcile_total`), %d times each, in a random order of warm-up on and off.\n\n", r.sc.n, r.sc.failovers)
 	r.f("| leader stopped by | `--leader-elect-warmup` | to the new leader's first reconcile (ms) |\n| --- | --- | --- |\n")
 	for _, kill := range []string{"SIGKILL", "SIGTERM"} {
@@ -379,7 +383,7 @@ func (r *reportWriter) steadyAndFailover() {
 }
 
 func (r *reportWriter) fsync() {
-	r.f("### The headline with etcd syncing to disk\n\nEverything above ran with etcd's `--unsafe-no-fsync`; this is the headline once per candidate with etcd restarted without it (`%s`).\n\n", r.note("fsync-etcd"))
+	r.f("### The headline with etcd syncing to disk\n\nEverything above ran with etcd's `--unsafe-no-fsync`; this is the headline once per candidate with the cluster restored and etcd started without it (`%s`).\n\n", r.note("fsync-etcd"))
 	r.table("fsync", "", []string{oursKey, leccionKey, plainKey})
 }
 
