@@ -63,26 +63,11 @@ running() { # every component alive and the API server ready
 	"$bin/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1
 }
 
-stop_all() {
+# stop_first N: stop the first N components, the last started first, each
+# asked to stop and then killed, and wait until each is gone.
+stop_first() {
 	local c pid i
-	for ((i = ${#components[@]} - 1; i >= 0; i--)); do
-		c=${components[i]}
-		pid=$(pid_of "$c") || continue
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null || true
-	done
-	# The node last: until the API server is gone, it may still call the node,
-	# whose address must exist until then (a packet to it must not leave the machine).
-	node_down
-	rm -rf "$dir/pids"
-}
-
-# stop_control_plane: stop etcd, the API server, the controller-manager, the
-# scheduler and kwok; a real node goes on running, and reconnects when they return.
-stop_control_plane() {
-	local c pid i
-	for ((i = 4; i >= 0; i--)); do
+	for ((i = $1 - 1; i >= 0; i--)); do
 		c=${components[i]}
 		pid=$(pid_of "$c") || continue
 		kill -TERM "$pid" 2>/dev/null || true
@@ -92,6 +77,19 @@ stop_control_plane() {
 		rm -f "$dir/pids/$c"
 	done
 }
+
+stop_all() {
+	stop_first ${#components[@]}
+	# The node last: until the API server is gone, it may still call the node,
+	# whose address must exist until then (a packet to it must not leave the machine).
+	node_down
+	rm -rf "$dir/pids"
+}
+
+# stop_control_plane: stop etcd, the API server, the controller-manager, the
+# scheduler and kwok (the first five components); a real node goes on running,
+# and reconnects when they return.
+stop_control_plane() { stop_first 5; }
 
 # fail NAME MESSAGE: name the component and its log, leave nothing running.
 fail() {
