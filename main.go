@@ -44,7 +44,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -474,7 +473,7 @@ func (c *flags) metricsOptions() metricsserver.Options {
 		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.NextProtos = []string{"http/1.1"} }},
 	}
 	if c.metricsSecure {
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = metricsAuth // metricsauth.go
 		o.CertDir = c.metricsCertDir
 	}
 	return o

@@ -74,10 +74,7 @@ func TestSecureMetrics(t *testing.T) {
 		want       int
 	}{
 		{"no token", "", http.StatusUnauthorized},
-		// controller-runtime's filter answers 500 when the TokenReview says the
-		// token is invalid (it takes the review's error for its own failure),
-		// where kube-apiserver would answer 401. Either way, no metrics.
-		{"a made-up token", "no-es-un-token", http.StatusInternalServerError},
+		{"a made-up token", "no-es-un-token", http.StatusUnauthorized},
 		{"the ServiceAccount curioso, not bound to metrics-reader", token("curioso"), http.StatusForbidden},
 		{"the ServiceAccount lector, bound to metrics-reader", token("lector"), http.StatusOK},
 	} {
