@@ -55,3 +55,25 @@ func TestFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// The Go runtime's limit comes from the container's, with room for what the
+// runtime does not count; GOMEMLIMIT wins, and a value that is not bytes is
+// refused at start-up.
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{map[string]string{}, 0, ""},
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "268435456"}, 241591911, ""}, // 256Mi
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "268435456", "GOMEMLIMIT": "100MiB"}, 0, ""},
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "256Mi"}, 0, `CONTAINER_MEMORY_LIMIT="256Mi": want the container's memory limit in bytes`},
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "0"}, 0, "want the container's memory limit in bytes"},
+	} {
+		got, err := memoryLimit(func(k string) string { return tc.env[k] })
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: %d, %v; want %d, %q", tc.env, got, err, tc.want, tc.err)
+		}
+	}
+}

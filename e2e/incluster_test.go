@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -92,6 +93,13 @@ func TestLessonInCluster(t *testing.T) {
 		}
 	}
 	l.logf("the leader's log: arrancando, the four EventSources, the workers, the children created")
+	// The downward API passes the container's memory limit; the runtime's is
+	// nine tenths of it.
+	limit := resource.MustParse(l.kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[0].spec.containers[0].resources.limits.memory}"))
+	if want := fmt.Sprintf(`"GOMEMLIMIT": %d`, limit.Value()-limit.Value()/10); !strings.Contains(logs, want) {
+		t.Errorf("kubectl logs -l app=operador-promociones lacks %s, for a limit of %s", want, limit.String())
+	}
+	l.logf("the Go memory limit is set from the container's %s", limit.String())
 
 	l.step("6b", "the web pods are real: Ready through their readiness probe, on node-real, run by containerd")
 	l.waitForWebPods(3, banner)
