@@ -339,6 +339,56 @@ func (r *reportWriter) scale() {
 	}
 	r.f("\nSlopes between consecutive N: settled RSS per 1000 Promociones more, CPU per Promocion more, seconds to Listo per 1000 more.\n\n| candidate | N | MiB per 1000 | CPU-ms per Promocion | s to Listo per 1000 |\n| --- | --- | --- | --- | --- |\n%s\n\n", strings.Join(r.slope, "\n"))
 	r.f("![Convergence time against N](bench/convergence.svg) ![RSS against N](bench/rss.svg)\n\n")
+	r.cpuToListo()
+}
+
+// cpuToListo shows where the machine's CPU went in the scale runs, from the
+// start to the last Listo: what a curve that is not flat is made of.
+func (r *reportWriter) cpuToListo() {
+	procs := append(slices.Clone(clusterComponents), "operator", "harness")
+	var rows []string
+	var ours []run
+	for _, c := range []string{oursKey, leccionKey} {
+		for _, x := range r.runs("scale", c, "") {
+			if x.CPUToListo == nil {
+				continue
+			}
+			if c == oursKey {
+				ours = append(ours, x)
+			}
+			total, cells := 0.0, make([]string, len(procs))
+			for i, p := range procs {
+				total += x.CPUToListo[p]
+				cells[i] = num(x.CPUToListo[p])
+			}
+			rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s | %.0f%% |", x.N, short[c], num(x.Listo), strings.Join(cells, " | "), num(total), 100*total/(float64(r.res.Cores)*x.Listo)))
+		}
+	}
+	if len(rows) == 0 || r.res.Cores == 0 {
+		r.f("Where the CPU went, by process, was not measured in this report's run.\n\n")
+		return
+	}
+	r.f("Where the CPU went, from the start to the last Listo, in CPU-seconds by process (the harness is this test: its watches and creates); the last column is their sum over the %d cores' time to Listo.\n\n", r.res.Cores)
+	r.f("| N | candidate | Listo (s) | %s | sum | of the cores' time |\n|%s\n%s\n\n", strings.Join(procs, " | "), strings.Repeat(" --- |", len(procs)+5), strings.Join(rows, "\n"))
+	if len(ours) < 2 {
+		return
+	}
+	first, last := ours[0], ours[len(ours)-1]
+	var per []string
+	for _, p := range append(procs, "sum") {
+		ms := func(x run) float64 {
+			if p != "sum" {
+				return 1000 * x.CPUToListo[p] / float64(x.N)
+			}
+			t := 0.0
+			for _, v := range x.CPUToListo {
+				t += v
+			}
+			return 1000 * t / float64(x.N)
+		}
+		per = append(per, fmt.Sprintf("%s %s → %s", p, num(ms(first)), num(ms(last))))
+	}
+	r.f("CPU-ms per Promocion from N = %d to N = %d, with ours: %s.\n\n", first.N, last.N, strings.Join(per, "; "))
 }
 
 func (r *reportWriter) memory() {

@@ -245,6 +245,7 @@ type results struct {
 	Started  time.Time        `json:"started"`
 	Took     string           `json:"took"`
 	Machine  string           `json:"machine"`
+	Cores    int              `json:"cores"`
 	Cluster  []component      `json:"cluster"`
 	Recovery []recoverySample `json:"recovery"`
 	Inside   []inside         `json:"inside"`
@@ -300,6 +301,9 @@ type run struct {
 	Flood                                                            float64 `json:"flood_per_s,omitempty"`  // the flooding client's lists answered per second
 	Calibration                                                      float64 `json:"calibration_ms"`
 	Load1                                                            float64 `json:"load1"`
+	// CPU-seconds from the start to the last Listo, by process: the cluster's
+	// components, the operator, and the harness (its watches and creates).
+	CPUToListo map[string]float64 `json:"cpu_to_listo_s,omitempty"`
 }
 
 // inside is where an operator's time went during a round's idle recoveries,
@@ -324,10 +328,35 @@ type failoverRun struct {
 
 // settings records each component's command line and the machine.
 func (b *bench) settings() {
-	b.res.Machine = machine()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+	b.res.Machine, b.res.Cores = machine(), runtime.NumCPU()
+	for _, name := range clusterComponents {
 		b.res.Cluster = append(b.res.Cluster, component{name, b.commandLine(name)})
 	}
+}
+
+// clusterComponents are the processes of hack/cluster.sh's control plane and
+// its kwok nodes, named as in $CLUSTER_DIR/pids.
+var clusterComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// processCPU is the CPU time so far of the cluster's components, the operator
+// o (if any) and the harness itself.
+func (b *bench) processCPU(o *operator) map[string]float64 {
+	cpu := map[string]float64{"harness": cpuOf(b.t, os.Getpid())}
+	for _, name := range clusterComponents {
+		pid, err := os.ReadFile(filepath.Join(env.clusterDir, "pids", name))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+		if err != nil {
+			b.t.Fatalf("pids/%s: %v", name, err)
+		}
+		cpu[name] = cpuOf(b.t, n)
+	}
+	if o != nil {
+		cpu["operator"] = o.cpuSeconds(b.t)
+	}
+	return cpu
 }
 
 // commandLine is a cluster component's arguments, read from /proc.
@@ -1002,6 +1031,7 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	auditFrom := b.auditSize()
 	requests := b.apiRequests()
 	wait := b.watchFinish(ctx, ns, n, nil)
+	cpuFrom := b.processCPU(o)
 	var side sync.WaitGroup
 	if during != nil {
 		side.Go(func() { r.SideApply, r.Flood = during() })
@@ -1017,6 +1047,10 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		b.t.Fatal(err)
 	}
 	r.Written, r.Listo = f.written.Sub(start).Seconds(), f.listo.Sub(start).Seconds()
+	r.CPUToListo = b.processCPU(o)
+	for name, from := range cpuFrom {
+		r.CPUToListo[name] -= from
+	}
 	side.Wait()
 	if o != nil {
 		b.waitIdle(o)
@@ -1316,9 +1350,12 @@ func (b *bench) failover() {
 
 // ----- helpers -----
 
-// cpuSeconds is the process's user and system CPU time so far.
-func (o *operator) cpuSeconds(t *testing.T) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.cmd.Process.Pid))
+// cpuSeconds is the operator's user and system CPU time so far.
+func (o *operator) cpuSeconds(t *testing.T) float64 { return cpuOf(t, o.cmd.Process.Pid) }
+
+// cpuOf is a process's user and system CPU time so far.
+func cpuOf(t *testing.T, pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
