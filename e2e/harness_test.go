@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -206,7 +207,8 @@ func (l *lesson) start(s launch) *operator {
 	if s.binary == "" {
 		s.binary = env.operator
 	}
-	metrics, probes := freeAddress(l.t), freeAddress(l.t)
+	addrs := freeAddresses(l.t, 2)
+	metrics, probes := addrs[0], addrs[1]
 	o := &operator{log: filepath.Join(l.tmp, fmt.Sprintf("operator-%d-%s.log", len(l.logs)+1, s.who)), done: make(chan struct{}),
 		metricsURL: "http://" + metrics, probesURL: "http://" + probes}
 	flags := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--metrics-secure=false"}
@@ -236,13 +238,25 @@ func (l *lesson) start(s launch) *operator {
 	return o
 }
 
-func freeAddress(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freeAddresses are n distinct loopback addresses free to listen on: all held
+// open until chosen, so that no two are the same, and below Linux's ephemeral
+// range (32768 and up), so that no outgoing connection of the operator takes
+// one before it listens there.
+func freeAddresses(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free ports on 127.0.0.1 between 20000 and 32000", n)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err != nil {
+			continue // in use
+		}
+		defer func() { _ = l.Close() }()
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return addrs
 }
 
 func (o *operator) exited() bool {
