@@ -343,15 +343,7 @@ var clusterComponents = []string{"etcd", "kube-apiserver", "kube-controller-mana
 func (b *bench) processCPU(o *operator) map[string]float64 {
 	cpu := map[string]float64{"harness": cpuOf(b.t, os.Getpid())}
 	for _, name := range clusterComponents {
-		pid, err := os.ReadFile(filepath.Join(env.clusterDir, "pids", name))
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
-		if err != nil {
-			b.t.Fatalf("pids/%s: %v", name, err)
-		}
-		cpu[name] = cpuOf(b.t, n)
+		cpu[name] = cpuOf(b.t, b.componentPid(name))
 	}
 	if o != nil {
 		cpu["operator"] = o.cpuSeconds(b.t)
@@ -359,13 +351,23 @@ func (b *bench) processCPU(o *operator) map[string]float64 {
 	return cpu
 }
 
-// commandLine is a cluster component's arguments, read from /proc.
-func (b *bench) commandLine(name string) string {
-	pid, err := os.ReadFile(filepath.Join(env.clusterDir, "pids", name))
+// componentPid is the process of a cluster component, as hack/cluster.sh
+// recorded it.
+func (b *bench) componentPid(name string) int {
+	raw, err := os.ReadFile(filepath.Join(env.clusterDir, "pids", name))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	raw, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		b.t.Fatalf("pids/%s: %v", name, err)
+	}
+	return pid
+}
+
+// commandLine is a cluster component's arguments, read from /proc.
+func (b *bench) commandLine(name string) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.componentPid(name)))
 	if err != nil {
 		b.t.Fatal(err)
 	}
