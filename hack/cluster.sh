@@ -91,6 +91,22 @@ stop_all() {
 # and reconnects when they return.
 stop_control_plane() { stop_first 5; }
 
+# kill_control_plane: the same, all at once and with no time to finish, for a
+# restore, which throws their state away: a graceful stop of each, one after
+# the other, took ten seconds of every benchmark run.
+kill_control_plane() {
+	local c pid pids=()
+	for c in "${components[@]:0:5}"; do
+		pid=$(pid_of "$c") || continue
+		kill -KILL "$pid" 2>/dev/null || true
+		pids+=("$pid")
+		rm -f "$dir/pids/$c"
+	done
+	for pid in "${pids[@]}"; do
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	done
+}
+
 # fail NAME MESSAGE: name the component and its log, leave nothing running.
 fail() {
 	say "$1 failed: $2"
@@ -365,10 +381,11 @@ save | restore)
 	kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 	running || { say "not running: hack/cluster.sh up"; exit 1; }
 	[ "$1" = save ] || [ -d "$dir/etcd-saved" ] || { say "nothing saved: hack/cluster.sh save"; exit 1; }
-	stop_control_plane
 	if [ "$1" = save ]; then
+		stop_control_plane # etcd stopped cleanly: its copy is whole
 		rm -rf "$dir/etcd-saved" && cp -a "$dir/etcd" "$dir/etcd-saved"
 	else
+		kill_control_plane
 		rm -rf "$dir/etcd" && cp -a "$dir/etcd-saved" "$dir/etcd"
 	fi
 	up
