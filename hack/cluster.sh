@@ -19,7 +19,7 @@
 #   hack/cluster.sh stop etcd|kube-apiserver, start etcd|kube-apiserver
 #                           kill one component and start it again (outages, for the chaos suite)
 #   hack/cluster.sh save    stop the control plane, keep a copy of etcd's data, start it again
-#   hack/cluster.sh restore stop the control plane, put that copy back, start it again: the
+#   hack/cluster.sh restore kill the control plane, put that copy back, start it again: the
 #                           cluster as it was when saved, in seconds (the benchmarks, between
 #                           runs, instead of deleting thousands of objects one by one)
 #
