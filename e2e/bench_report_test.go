@@ -356,9 +356,8 @@ func (r *reportWriter) cpuToListo() {
 			if c == oursKey {
 				ours = append(ours, x)
 			}
-			total, cells := 0.0, make([]string, len(procs))
+			total, cells := x.cpuToListo(), make([]string, len(procs))
 			for i, p := range procs {
-				total += x.CPUToListo[p]
 				cells[i] = num(x.CPUToListo[p])
 			}
 			rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s | %.0f%% |", x.N, short[c], num(x.Listo), strings.Join(cells, " | "), num(total), 100*total/(float64(r.res.Cores)*x.Listo)))
@@ -377,18 +376,24 @@ func (r *reportWriter) cpuToListo() {
 	var per []string
 	for _, p := range append(procs, "sum") {
 		ms := func(x run) float64 {
-			if p != "sum" {
-				return 1000 * x.CPUToListo[p] / float64(x.N)
+			if p == "sum" {
+				return 1000 * x.cpuToListo() / float64(x.N)
 			}
-			t := 0.0
-			for _, v := range x.CPUToListo {
-				t += v
-			}
-			return 1000 * t / float64(x.N)
+			return 1000 * x.CPUToListo[p] / float64(x.N)
 		}
 		per = append(per, fmt.Sprintf("%s %s → %s", p, num(ms(first)), num(ms(last))))
 	}
 	r.f("CPU-ms per Promocion from N = %d to N = %d, with ours: %s.\n\n", first.N, last.N, strings.Join(per, "; "))
+}
+
+// cpuToListo is the CPU-seconds of every process measured, from the start to
+// the last Listo.
+func (x run) cpuToListo() float64 {
+	t := 0.0
+	for _, v := range x.CPUToListo {
+		t += v
+	}
+	return t
 }
 
 func (r *reportWriter) memory() {

@@ -93,18 +93,14 @@ stop_control_plane() { stop_first 5; }
 
 # kill_control_plane: the same, all at once and with no time to finish, for a
 # restore, which throws their state away: a graceful stop of each, one after
-# the other, took ten seconds of every benchmark run.
+# the other, took ten seconds of every benchmark run. stop_first then finds
+# them gone, or waits the moment they take to go.
 kill_control_plane() {
-	local c pid pids=()
+	local c pid
 	for c in "${components[@]:0:5}"; do
-		pid=$(pid_of "$c") || continue
-		kill -KILL "$pid" 2>/dev/null || true
-		pids+=("$pid")
-		rm -f "$dir/pids/$c"
+		if pid=$(pid_of "$c"); then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
-	for pid in "${pids[@]}"; do
-		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-	done
+	stop_first 5
 }
 
 # fail NAME MESSAGE: name the component and its log, leave nothing running.
