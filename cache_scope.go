@@ -13,6 +13,6 @@ import (
 // cacheByObject lets into the cache only the children the operator labelled,
 // not every ConfigMap, Deployment and Service of the cluster.
 func cacheByObject() map[client.Object]cache.ByObject {
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": operatorName})}
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: operatorName})}
 	return map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ours, &appsv1.Deployment{}: ours, &corev1.Service{}: ours}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -30,7 +31,9 @@ import (
 const (
 	operatorName = "operador-promociones"
 
-	// LabelPromocion names the Promocion on each child and selects its pods.
+	// LabelManagedBy and LabelPromocion on a child say which operator made it,
+	// and for which Promocion; LabelPromocion also selects its pods.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelPromocion = "tienda.example.com/promocion"
 	// AnnotationPageHash on the pod template changes with the page, so that a new
 	// banner rolls the pods instead of waiting for the kubelet to refresh the volume.
@@ -55,10 +58,10 @@ func ConfigMapName(p *Promocion) string { return p.Name + "-html" }
 // childLabels name the Promocion and the operator on every child and pod.
 func childLabels(p *Promocion) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":       "promocion",
-		"app.kubernetes.io/instance":   p.Name,
-		"app.kubernetes.io/managed-by": operatorName,
-		LabelPromocion:                 p.Name,
+		"app.kubernetes.io/name":     "promocion",
+		"app.kubernetes.io/instance": p.Name,
+		LabelManagedBy:               operatorName,
+		LabelPromocion:               p.Name,
 	}
 }
 
@@ -157,6 +160,49 @@ func mutateService(s *corev1.Service, p *Promocion) {
 	port.Port = servicePort
 	port.TargetPort = intstr.FromString(webPortName)
 	port.Protocol = corev1.ProtocolTCP
+}
+
+// claim tells whether the operator may write obj, an object in the cluster
+// with the name of p's child of kind, and if not, why. It may when obj is not
+// made yet, when p controls it (p's UID), or when it is an orphan that the
+// operator made for a Promocion of p's name: it carries the operator's labels
+// for that name, and no controller but a Promocion of that name, gone since
+// (kubectl delete --cascade=orphan, or a delete and a recreate that came
+// before the garbage collector). Anything else is someone else's, and writing
+// it would lend the operator's permissions to whoever may create a Promocion:
+// a Promocion named after a team's Service would take that Service over.
+// docs/api.md says why the labels and the name are enough.
+func claim(obj metav1.Object, kind string, p *Promocion) error {
+	if obj.GetUID() == "" {
+		return nil // not in the cluster: the operator makes it
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref != nil && ref.UID == p.UID {
+		return nil
+	}
+	if ref != nil && !samePromocion(*ref, p) {
+		return &controllerutil.AlreadyOwnedError{Object: obj, Owner: *ref}
+	}
+	if l := obj.GetLabels(); l[LabelManagedBy] == operatorName && l[LabelPromocion] == p.Name {
+		return nil
+	}
+	return &ChildExistsError{Kind: kind, Name: obj.GetName()}
+}
+
+// samePromocion tells whether ref names a Promocion of p's name, whatever its UID.
+func samePromocion(ref metav1.OwnerReference, p *Promocion) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == GroupVersion.Group && ref.Kind == "Promocion" && ref.Name == p.Name
+}
+
+// ChildExistsError is an object with a child's name that the operator did not
+// make for this Promocion: it is left as it is.
+type ChildExistsError struct {
+	Kind, Name string
+}
+
+func (e *ChildExistsError) Error() string {
+	return "already exists and was not made by the operator for this Promocion"
 }
 
 // addLabels sets the given labels and keeps any others already there.
@@ -259,6 +305,24 @@ func explainApplyError(err error) (reason, msg string) {
 		return "ChildOwnedByOther", fmt.Sprintf(
 			"%s already exists and is controlled by %s %s; the operator leaves it alone. Delete it, or give the Promocion another name",
 			owned.Object.GetName(), owned.Owner.Kind, owned.Owner.Name)
+	}
+	// Every object in the way is named, so that the user can see them all at once.
+	var exist []string
+	every(err, func(e error) bool {
+		var exists *ChildExistsError
+		if errors.As(e, &exists) {
+			exist = append(exist, exists.Kind+" "+exists.Name)
+		}
+		return true
+	})
+	switch len(exist) {
+	case 0:
+	case 1:
+		return "ChildExists", exist[0] + " already exists and was not made by the operator for this Promocion; " +
+			"the operator leaves it untouched. Give the Promocion another name, or delete that object if it is not needed"
+	default:
+		return "ChildExists", listOf(exist) + " already exist and were not made by the operator for this Promocion; " +
+			"the operator leaves them untouched. Give the Promocion another name, or delete those objects if they are not needed"
 	}
 	return "ApplyFailed", "could not apply the children: " + err.Error()
 }

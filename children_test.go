@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -166,6 +167,7 @@ func TestComputeStatus(t *testing.T) {
 	}
 	owned := &controllerutil.AlreadyOwnedError{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html"}},
 		Owner: metav1.OwnerReference{Kind: "Otro", Name: "ajeno"}}
+	exists := fmt.Errorf("Service rebajas-verano: %w", &ChildExistsError{Kind: "Service", Name: "rebajas-verano"})
 
 	for _, tc := range []struct {
 		name        string
@@ -184,6 +186,7 @@ func TestComputeStatus(t *testing.T) {
 		{"ready but new spec not seen", dep(2, 1, 3, 3, 3), nil, FaseDesplegando, 3, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
 		{"old pods still running", dep(2, 2, 4, 3, 3), nil, FaseDesplegando, 3, metav1.ConditionFalse, "ReplicasNotReady", metav1.ConditionTrue, metav1.ConditionFalse},
 		{"child owned by another", dep(2, 2, 3, 3, 3), owned, FaseListo, 3, metav1.ConditionFalse, "ChildOwnedByOther", metav1.ConditionFalse, metav1.ConditionTrue},
+		{"child someone else made", dep(2, 2, 3, 3, 3), exists, FaseListo, 3, metav1.ConditionFalse, "ChildExists", metav1.ConditionFalse, metav1.ConditionTrue},
 		{"write failed", nil, errors.New("boom"), FaseDesplegando, 0, metav1.ConditionFalse, "ApplyFailed", metav1.ConditionTrue, metav1.ConditionTrue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,8 +216,22 @@ func TestComputeStatus(t *testing.T) {
 			if errors.Is(tc.err, owned) && !strings.Contains(ready.Message, "rebajas-verano-html") {
 				t.Errorf("the message does not name the child: %q", ready.Message)
 			}
+			if errors.Is(tc.err, exists) && !strings.HasPrefix(ready.Message, "Service rebajas-verano already exists and was not made by the operator") {
+				t.Errorf("the message does not name the object: %q", ready.Message)
+			}
 		})
 	}
+	// Several objects in the way are all named, so that the user sees them all at once.
+	t.Run("three objects in the way", func(t *testing.T) {
+		p := promocion("pagos", "hola", nil)
+		err := errors.Join(fmt.Errorf("ConfigMap pagos-html: %w", &ChildExistsError{Kind: "ConfigMap", Name: "pagos-html"}),
+			fmt.Errorf("Deployment pagos: %w", &ChildExistsError{Kind: "Deployment", Name: "pagos"}),
+			fmt.Errorf("Service pagos: %w", &ChildExistsError{Kind: "Service", Name: "pagos"}))
+		ready := meta.FindStatusCondition(computeStatus(p, nil, err, now).Conditions, ConditionReady)
+		if want := "ConfigMap pagos-html, Deployment pagos and Service pagos already exist and were not made by the operator"; ready.Reason != "ChildExists" || !strings.HasPrefix(ready.Message, want) {
+			t.Errorf("Ready %s %q, want ChildExists and a message starting %q", ready.Reason, ready.Message, want)
+		}
+	})
 }
 
 // A status computed twice from the same world is the same, lastTransitionTime
@@ -325,5 +342,64 @@ func TestOnlyConflicts(t *testing.T) {
 		if got := onlyConflicts(tc.err); got != tc.want {
 			t.Errorf("onlyConflicts(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// An object with a child's name is the operator's to write only when it made
+// it for a Promocion of this name: controlled by this Promocion, or an orphan
+// with the operator's labels for the name. Anything else is someone else's.
+func TestClaim(t *testing.T) {
+	p := promocion("pagos", "hola", nil)
+	p.UID = "uid-actual"
+	ours := map[string]string{LabelManagedBy: operatorName, LabelPromocion: "pagos"}
+	controller := func(apiVersion, kind, name, uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: new(true)}}
+	}
+	this := controller("tienda.example.com/v1", "Promocion", "pagos", "uid-actual")
+	before := controller("tienda.example.com/v1", "Promocion", "pagos", "uid-anterior") // deleted, then made again
+	const (
+		mayWrite     = ""
+		exists       = "ChildExists"
+		ownedByOther = "ChildOwnedByOther"
+	)
+	for _, tc := range []struct {
+		name   string
+		uid    string // "" for an object not in the cluster
+		labels map[string]string
+		owners []metav1.OwnerReference
+		want   string
+	}{
+		{"not made yet", "", nil, nil, mayWrite},
+		{"controlled by this Promocion", "u", ours, this, mayWrite},
+		{"controlled by this Promocion, its labels removed", "u", nil, this, mayWrite},
+		{"the operator's orphan of this name (--cascade=orphan)", "u", ours, nil, mayWrite},
+		{"the operator's, of a Promocion of this name deleted since", "u", ours, before, mayWrite},
+		{"the operator's orphan, beside someone's owner that is not a controller", "u", ours,
+			[]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "x"}}, mayWrite},
+		{"a team's object: no owner, no labels", "u", map[string]string{"app": "pagos"}, nil, exists},
+		{"of a Promocion of this name deleted since, without the labels", "u", nil, before, exists},
+		{"the operator's labels for another Promocion", "u", map[string]string{LabelManagedBy: operatorName, LabelPromocion: "otra"}, nil, exists},
+		{"this Promocion's label, not the operator's", "u", map[string]string{LabelManagedBy: "helm", LabelPromocion: "pagos"}, nil, exists},
+		{"the operator's label alone", "u", map[string]string{LabelManagedBy: operatorName}, nil, exists},
+		{"controlled by a ConfigMap", "u", ours, controller("v1", "ConfigMap", "otro-dueno", "c"), ownedByOther},
+		{"controlled by another Promocion", "u", ours, controller("tienda.example.com/v1", "Promocion", "otra", "o"), ownedByOther},
+		{"controlled by a Promocion of another API group", "u", ours, controller("otra.example.com/v1", "Promocion", "pagos", "g"), ownedByOther},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pagos", Namespace: "default", UID: types.UID(tc.uid),
+				Labels: tc.labels, OwnerReferences: tc.owners}}
+			err := claim(svc, "Service", p)
+			got, msg := mayWrite, ""
+			if err != nil {
+				got, msg = explainApplyError(fmt.Errorf("Service pagos: %w", err))
+			}
+			if got != tc.want {
+				t.Errorf("claim: %v (%s), want %q", err, got, tc.want)
+			}
+			if got == exists && msg != "Service pagos already exists and was not made by the operator for this Promocion; "+
+				"the operator leaves it untouched. Give the Promocion another name, or delete that object if it is not needed" {
+				t.Errorf("message %q", msg)
+			}
+		})
 	}
 }

@@ -136,17 +136,24 @@ func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocio
 
 // applyChild is CreateOrUpdate with the Promocion as the child's controller.
 // It returns what it changed, if anything; a failure is also a Warning Event.
-// A child controlled by something else makes SetControllerReference fail
-// before any write.
+// An object of the child's name that is not the Promocion's to write (claim,
+// in children.go) fails the mutate function, before any write.
 func applyChild[T any, P interface {
 	*T
 	client.Object
 }](ctx context.Context, r *PromocionReconciler, promo *Promocion, name string, mutate func(P)) (P, *childChange, error) {
+	gvk, err := apiutil.GVKForObject(P(new(T)), r.Scheme)
+	if err != nil {
+		return nil, nil, err
+	}
 	createOrUpdate := func(c client.Client) (P, controllerutil.OperationResult, error) {
 		child := P(new(T))
 		child.SetName(name)
 		child.SetNamespace(promo.Namespace)
 		op, err := controllerutil.CreateOrUpdate(ctx, c, child, func() error {
+			if err := claim(child, gvk.Kind, promo); err != nil {
+				return err
+			}
 			if err := controllerutil.SetControllerReference(promo, child, r.Scheme); err != nil {
 				return err
 			}
@@ -157,14 +164,11 @@ func applyChild[T any, P interface {
 	}
 	child, op, err := createOrUpdate(r.Client)
 	if apierrors.IsAlreadyExists(err) {
-		// It exists but the cache cannot see it: someone removed its labels.
+		// It exists but the cache cannot see it: it lacks the operator's
+		// labels (removed by hand, or never the operator's).
 		child, op, err = createOrUpdate(directReads{r.Client, r.APIReader})
 	}
 
-	gvk, gvkErr := apiutil.GVKForObject(child, r.Scheme)
-	if gvkErr != nil {
-		return nil, nil, gvkErr
-	}
 	switch {
 	case apierrors.IsConflict(err):
 		return nil, nil, err // routine: Reconcile requeues, without an event if nothing else failed

@@ -21,7 +21,7 @@ import (
 var (
 	applyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "promociones_apply_errors_total",
-		Help: "Failed creates or updates of a Promocion's child, by the child's kind and the reason: the API server's (Forbidden, Invalid...), ChildOwnedByOther, or ApplyFailed when there was no answer. Conflicts, retried as routine, are not counted.",
+		Help: "Failed creates or updates of a Promocion's child, by the child's kind and the reason: the API server's (Forbidden, Invalid...), ChildExists, ChildOwnedByOther, or ApplyFailed when there was no answer. Conflicts, retried as routine, are not counted.",
 	}, []string{"kind", "reason"})
 	driftCorrections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "promociones_drift_corrections_total",
@@ -42,7 +42,7 @@ func init() {
 func countApplyError(kind string, err error) {
 	reason := string(apierrors.ReasonForError(err))
 	if reason == "" { // not the API server's refusal
-		reason, _ = explainApplyError(err) // ChildOwnedByOther, or ApplyFailed
+		reason, _ = explainApplyError(err) // ChildExists, ChildOwnedByOther, or ApplyFailed
 	}
 	applyErrors.WithLabelValues(kind, reason).Inc()
 }

@@ -115,7 +115,7 @@ func oracle(ctx context.Context, ns, image string) ([]string, error) {
 		// The operator's: controlled by a Promocion, or labelled by it and
 		// controlled by no one (a child whose ownerReference was stripped).
 		ref := metav1.GetControllerOf(o)
-		mine := ref != nil && ref.Kind == "Promocion" || ref == nil && o.GetLabels()["app.kubernetes.io/managed-by"] == operatorName
+		mine := ref != nil && ref.Kind == "Promocion" || ref == nil && o.GetLabels()[LabelManagedBy] == operatorName
 		if mine && !expected[kind+"/"+o.GetName()] {
 			bad("%s %s belongs to no Promocion", kind, o.GetName())
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -98,23 +97,6 @@ func TestEvents(t *testing.T) {
 	if after := count(); after != before {
 		t.Errorf("reconciling an unchanged Promocion emitted events: %d before, %d after", before, after)
 	}
-}
-
-// A child owned by someone else is a Warning event too, so kubectl describe shows it.
-func TestWarningEventForChildOwnedByOther(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	owner := createForeignChild(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	eventually(t, "a Warning event ChildOwnedByOther", func() error {
-		for _, e := range promocionEvents(t, p)["ChildOwnedByOther"] {
-			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "rebajas-verano") && strings.Contains(e.Note, owner.Name) {
-				return nil
-			}
-		}
-		return fmt.Errorf("none yet")
-	})
 }
 
 // The scale subresource: kubectl scale and a HorizontalPodAutoscaler go

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -459,41 +462,202 @@ func createForeignChild(t *testing.T, ns string, obj client.Object) *corev1.Conf
 	return owner
 }
 
-// 8. A child that someone else controls is left alone, and the Promocion says so.
-func TestChildOwnedByOtherIsLeftAlone(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano-html"},
-		Data: map[string]string{"index.html": "<h1>not yours</h1>"}}
-	owner := createForeignChild(t, ns, theirs)
-	rv := theirs.ResourceVersion
+// teamObjects are a team's Service, Deployment and ConfigMap that happen to
+// bear the names of a Promocion pagos's children, none of them with an owner.
+func teamObjects() (*corev1.Service, *appsv1.Deployment, *corev1.ConfigMap) {
+	app := map[string]string{"app": "pagos"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pagos", Labels: app},
+		Spec: corev1.ServiceSpec{Selector: app, Ports: []corev1.ServicePort{{Name: "https", Port: 8443}}}}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pagos", Labels: app}, Spec: appsv1.DeploymentSpec{
+		Replicas: new(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: app},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "pagos", Image: "registry.example.com/equipo/pagos:1.4"}}}}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pagos-html"}, Data: map[string]string{"config.yaml": "moneda: EUR"}}
+	return svc, dep, cm
+}
 
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
-	eventually(t, "the Promocion reports the ConfigMap owned by another", func() error {
-		got := getPromocion(t, p)
-		c := meta.FindStatusCondition(got.Status.Conditions, ConditionDegraded)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ChildOwnedByOther" ||
-			!strings.Contains(c.Message, "rebajas-verano-html") || !strings.Contains(c.Message, owner.Name) {
-			return fmt.Errorf("conditions %+v", got.Status.Conditions)
+// 8. An object with a child's name that the operator did not make for this
+// Promocion (a team's, with no owner; or controlled by another) is left
+// exactly as it is, resourceVersion included. The Promocion says so in its
+// conditions, in a Warning event and in the apply-error metric, and its
+// other children are still made.
+func TestLeavesOthersObjectsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		theirs  func(t *testing.T, ns string) []client.Object // made before the Promocion
+		reason  string
+		message string // how the Ready and Degraded messages start
+	}{
+		{"a team's Service, Deployment and ConfigMap, none with an owner", func(t *testing.T, ns string) []client.Object {
+			svc, dep, cm := teamObjects()
+			return createAll(t, ns, cm, dep, svc)
+		}, "ChildExists", "ConfigMap pagos-html, Deployment pagos and Service pagos already exist and were not made by the operator for this Promocion"},
+		{"a team's Service alone", func(t *testing.T, ns string) []client.Object {
+			svc, _, _ := teamObjects()
+			return createAll(t, ns, svc)
+		}, "ChildExists", "Service pagos already exists and was not made by the operator for this Promocion"},
+		{"a ConfigMap controlled by another", func(t *testing.T, ns string) []client.Object {
+			_, _, cm := teamObjects()
+			createForeignChild(t, ns, cm)
+			return []client.Object{cm}
+		}, "ChildOwnedByOther", "pagos-html already exists and is controlled by ConfigMap otro-dueno"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			theirs := tc.theirs(t, ns)
+			inTheWay := map[string]bool{}
+			errorsBefore := map[string]float64{}
+			for _, obj := range theirs {
+				kind := kindOf(t, obj)
+				inTheWay[kind] = true
+				errorsBefore[kind] = testutil.ToFloat64(applyErrors.WithLabelValues(kind, tc.reason))
+			}
+			startOperator(t, ns)
+			p := createPromocion(t, ns, "pagos", "Pagos", 3)
+
+			eventually(t, "the Promocion reports "+tc.reason, func() error {
+				got := getPromocion(t, p)
+				for _, typ := range []string{ConditionReady, ConditionDegraded} {
+					c := meta.FindStatusCondition(got.Status.Conditions, typ)
+					want := map[string]metav1.ConditionStatus{ConditionReady: metav1.ConditionFalse, ConditionDegraded: metav1.ConditionTrue}[typ]
+					if c == nil || c.Status != want || c.Reason != tc.reason || !strings.HasPrefix(c.Message, tc.message) {
+						return fmt.Errorf("%s: %+v", typ, c)
+					}
+				}
+				if h := kstatusOf(t, p); h != kstatus.FailedStatus {
+					return fmt.Errorf("kstatus says %s, want Failed", h)
+				}
+				warned := map[string]bool{}
+				for _, e := range promocionEvents(t, p)[tc.reason] {
+					if e.Type == corev1.EventTypeWarning && e.Related != nil {
+						warned[e.Related.Kind] = true
+					}
+				}
+				for kind := range inTheWay {
+					if !warned[kind] {
+						return fmt.Errorf("no Warning event %s about the %s", tc.reason, kind)
+					}
+					if n := testutil.ToFloat64(applyErrors.WithLabelValues(kind, tc.reason)); n <= errorsBefore[kind] {
+						return fmt.Errorf("promociones_apply_errors_total{kind=%s,reason=%s} %v, not counted", kind, tc.reason, n)
+					}
+				}
+				return nil
+			})
+			for _, obj := range theirs {
+				now := obj.DeepCopyObject().(client.Object)
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), now); err != nil {
+					t.Fatal(err)
+				}
+				if !equality.Semantic.DeepEqual(now, obj) {
+					t.Errorf("%s %s changed (resourceVersion %s to %s):\nbefore %+v\nafter  %+v", kindOf(t, obj), obj.GetName(),
+						obj.GetResourceVersion(), now.GetResourceVersion(), obj, now)
+				}
+			}
+			// The children not in the way are made, and are the Promocion's.
+			for _, child := range []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pagos-html"}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pagos"}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pagos"}}} {
+				if inTheWay[kindOf(t, child)] {
+					continue
+				}
+				child.SetNamespace(ns)
+				eventually(t, fmt.Sprintf("the %s is made", kindOf(t, child)), func() error {
+					if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+						return err
+					}
+					if ref := metav1.GetControllerOf(child); ref == nil || ref.UID != p.UID {
+						return fmt.Errorf("controller %+v", ref)
+					}
+					return nil
+				})
+			}
+		})
+	}
+}
+
+// createAll creates objs in ns, as they are, and returns them as the API server stored them.
+func createAll(t *testing.T, ns string, objs ...client.Object) []client.Object {
+	t.Helper()
+	for _, obj := range objs {
+		obj.SetNamespace(ns)
+		if err := k8sClient.Create(ctx, obj); err != nil {
+			t.Fatal(err)
 		}
-		if r := meta.FindStatusCondition(got.Status.Conditions, ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
-			return fmt.Errorf("Ready should be False: %+v", r)
-		}
-		if h := kstatusOf(t, p); h != kstatus.FailedStatus {
-			return fmt.Errorf("kstatus says %s, want Failed", h)
-		}
-		return nil
-	})
-	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
+	}
+	return objs
+}
+
+func kindOf(t *testing.T, obj client.Object) string {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, k8sClient.Scheme())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if theirs.ResourceVersion != rv || theirs.Data["index.html"] != "<h1>not yours</h1>" {
-		t.Errorf("the operator wrote to a ConfigMap it does not control: %+v", theirs)
-	}
-	// The other two children are still made.
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-		eventually(t, fmt.Sprintf("%T exists", obj), func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(p), obj)
+	return gvk.Kind
+}
+
+// 9. The operator takes back the children it made for a Promocion of the
+// same name, when a new Promocion of that name comes: the same objects
+// (UIDs), now controlled by the new Promocion and holding its spec.
+func TestTakesBackItsOwnOrphans(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		stripOwners bool
+	}{
+		// kubectl delete promocion --cascade=orphan: the garbage collector
+		// removes the children's ownerReferences, and the test does it here
+		// since envtest runs none.
+		{"orphaned by kubectl delete --cascade=orphan", true},
+		// Deleted and made again before the garbage collector came: the
+		// children are still controlled by the old UID (envtest has no
+		// garbage collector, so it never comes).
+		{"deleted and made again before the garbage collector", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			stop := startOperator(t, ns)
+			old := createPromocion(t, ns, "rebajas-verano", "Antes", 3)
+			c := waitForChildren(t, old)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			uids := map[string]types.UID{}
+			for _, obj := range c.objects() {
+				uids[kindOf(t, obj)] = obj.GetUID()
+				if tc.stripOwners {
+					if err := k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := k8sClient.Delete(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the old Promocion is gone", func() error {
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &Promocion{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("still there: %v", err)
+				}
+				return nil
+			})
+
+			startOperator(t, ns)
+			p := createPromocion(t, ns, "rebajas-verano", "Después", 3)
+			eventually(t, "the same children, now the new Promocion's", func() error {
+				if err := getChildren(p, c); err != nil {
+					return err
+				}
+				for _, obj := range c.objects() {
+					if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != p.UID {
+						return fmt.Errorf("%s controlled by %+v", kindOf(t, obj), ref)
+					}
+					if obj.GetUID() != uids[kindOf(t, obj)] {
+						return fmt.Errorf("%s was made anew, not taken back", kindOf(t, obj))
+					}
+				}
+				if !strings.Contains(c.cm.Data[pageKey], "<h1>Después</h1>") {
+					return fmt.Errorf("page %q", c.cm.Data[pageKey])
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -616,7 +616,7 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 }
 
 func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
-	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, labels and ownerReferences removed", d)}
+	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, ownerReferences removed", d)}
 	ns, untouched := l.scenarioNamespace("caos-peleas")
 	k := l.kubelet("fights", l.kubeconfig, "--namespace="+ns)
 	k.waitRunning(time.Time{})
@@ -640,7 +640,9 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 		default:
 			children := []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-html"}},
 				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-			obj, patch = children[rng.IntN(3)], `{"metadata":{"labels":null,"ownerReferences":null}}`
+			// The controller only: with the labels gone too, the child would no
+			// longer be the operator's, and left alone (TestLeavesOthersObjectsAlone).
+			obj, patch = children[rng.IntN(3)], `{"metadata":{"ownerReferences":null}}`
 		}
 		obj.SetNamespace(ns)
 		if err := l.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {

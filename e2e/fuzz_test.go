@@ -84,7 +84,10 @@ func nextAction(rng *rand.Rand) action {
 		children := []struct{ resource, name, patch string }{
 			{"deployments", name, `{"spec":{"replicas":7}}`},
 			{"configmaps", name + "-html", `{"data":{"index.html":"<h1>pirata</h1>"}}`},
-			{"services", name, `{"metadata":{"labels":null,"ownerReferences":null}}`},
+			// Labels or controller removed, not both: a child stripped of both
+			// is no longer the operator's (TestLeavesOthersObjectsAlone).
+			{"services", name, `{"metadata":{"labels":null}}`},
+			{"configmaps", name + "-html", `{"metadata":{"ownerReferences":null}}`},
 			{"deployments", name, ""}, // deleted
 		}
 		c := children[rng.IntN(len(children))]
