@@ -634,7 +634,7 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 			}
 			eventually(t, "the old Promocion is gone", func() error {
 				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &Promocion{}); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("still there: %v", err)
+					return fmt.Errorf("still there: %w", err)
 				}
 				return nil
 			})
