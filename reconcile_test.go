@@ -435,6 +435,40 @@ func TestValidation(t *testing.T) {
 	}
 }
 
+// A Promocion's author says a banner and a number of replicas, and nothing
+// else: fields the schema does not know, such as an image, a command or a
+// pod template, are dropped by the API server before the Promocion is
+// stored, and the pods run the operator's web image as the operator sets them up.
+func TestAuthorChoosesOnlyBannerAndReplicas(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
+		"metadata": map[string]any{"name": "lista", "namespace": ns},
+		"spec": map[string]any{"banner": "b", "replicas": int64(1), "image": "registry.example.com/minero:1",
+			"command": []any{"sh", "-c", "minar"}, "template": map[string]any{"spec": map[string]any{"hostNetwork": true}}},
+	}}
+	if err := k8sClient.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(p.GroupVersionKind())
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), stored); err != nil {
+		t.Fatal(err)
+	}
+	if spec, _, _ := unstructured.NestedMap(stored.Object, "spec"); len(spec) != 2 {
+		t.Errorf("the stored spec is %v, want the banner and the replicas alone", spec)
+	}
+	var d appsv1.Deployment
+	eventually(t, "the Deployment is made", func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &d)
+	})
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 || pod.Containers[0].Image != DefaultWebImage || len(pod.Containers[0].Command) > 0 || pod.HostNetwork {
+		t.Errorf("the pods are not the operator's web server: %+v", pod)
+	}
+}
+
 // reconcileAgain calls Reconcile n times on p, as resyncs would.
 func reconcileAgain(t *testing.T, p *Promocion, n int) {
 	t.Helper()
