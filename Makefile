@@ -24,22 +24,32 @@ build: ## Build the operator into bin/operador-promociones.
 run: ## Run the operator against the current kubeconfig (go run .).
 	$(GO) run .
 
-install: ## Install the Promocion CRD into the current cluster.
-	$(KUBECTL) apply -f manifiestos/crd.yaml
+install: ## Install the Promocion API: the CRD, its guard against deletion by accident, and the users' roles.
+	PART=api hack/installer.sh $(IMG) - $(KUBECTL) | $(KUBECTL) apply -f -
 
-uninstall: ## Remove the Promocion CRD (and with it every Promocion).
-	$(KUBECTL) delete --ignore-not-found -f manifiestos/crd.yaml
+uninstall: ## Delete the Promocion API, and with it every Promocion and every shop: it says what will go and asks (CONFIRM=yes in a script).
+	@hack/uninstall.sh $(KUBECTL)
 
 INSTALLER ?= dist/install.yaml
+# Confine the operator to these namespaces (NAMESPACES=tienda,outlet): it
+# watches and may write only there. Empty: every namespace.
+NAMESPACES ?=
+# The web pods' image, instead of deploy.yaml's.
+WEB_IMAGE ?=
+INSTALLER_ENV = NAMESPACES='$(NAMESPACES)' WEB_IMAGE='$(WEB_IMAGE)'
 
-build-installer: ## Write dist/install.yaml: manifiestos/ in one file, with the operator's image set to IMG.
-	hack/installer.sh $(IMG) $(INSTALLER) $(KUBECTL)
+build-installer: ## Write dist/install.yaml: manifiestos/ in one file, with the operator's image set to IMG (and NAMESPACES, WEB_IMAGE).
+	$(INSTALLER_ENV) hack/installer.sh $(IMG) $(INSTALLER) $(KUBECTL)
 
-deploy: build-installer ## Apply dist/install.yaml (manifiestos/ with the image IMG): CRD, RBAC, roles, metrics and the operator's Deployment.
+deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and the operator, with the image IMG.
 	$(KUBECTL) apply -f $(INSTALLER)
+	@# Confined: a grant to every namespace, left by an earlier deploy, would undo it.
+	$(if $(NAMESPACES),$(KUBECTL) delete --ignore-not-found clusterrolebinding operador-promociones)
 
-undeploy: ## Delete what deploy applied.
-	$(KUBECTL) delete --ignore-not-found -f manifiestos/
+undeploy: ## Remove the operator (give the NAMESPACES that deploy had) and keep the API: the Promociones and their shops stay, serving.
+	@# Its Pods first, and gone, so that the leader may still release its Lease on the way out.
+	$(KUBECTL) delete --ignore-not-found --cascade=foreground -n default deployment/operador-promociones
+	PART=operator $(INSTALLER_ENV) hack/installer.sh $(IMG) - $(KUBECTL) | $(KUBECTL) delete --ignore-not-found -f -
 
 image: ## Build the image IMG without Docker, for PLATFORMS, into bin/operador-promociones.tar (docker load, podman load, ctr import, crane push).
 	@mkdir -p bin

@@ -652,9 +652,14 @@ func httpGet(t *testing.T, url string) string {
 }
 
 // loadOperatorImage builds the operator's image, as make image does, for this
-// machine's platform, and loads it into node-real's containerd.
+// machine's platform, and loads it into node-real's containerd, once a run:
+// the tests that run it share it.
 func (l *lesson) loadOperatorImage(tag string) {
 	l.t.Helper()
+	if _, loaded := imagesLoaded.Load(tag); loaded {
+		l.logf("%s is on node-real, loaded by an earlier test", tag)
+		return
+	}
 	tarball := filepath.Join(l.tmp, "operador.tar")
 	build := exec.Command("go", "run", ".", "operator", "-repo", l.root, "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", tarball)
 	build.Dir = filepath.Join(l.root, "hack", "image")
@@ -664,8 +669,11 @@ func (l *lesson) loadOperatorImage(tag string) {
 	if out, err := clusterSh("load", tarball).CombinedOutput(); err != nil {
 		l.t.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
 	}
+	imagesLoaded.Store(tag, true)
 	l.logf("%s is on node-real", tag)
 }
+
+var imagesLoaded sync.Map // tag: true
 
 type syncBuffer struct {
 	mu sync.Mutex

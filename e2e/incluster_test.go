@@ -44,7 +44,7 @@ func TestLessonInCluster(t *testing.T) {
 	rendered := l.kubectl("kustomize", filepath.Join(l.root, "hack", "local"))
 	var rbac, rest []string
 	for doc := range strings.SplitSeq(rendered, "\n---\n") {
-		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) && regexp.MustCompile(`(?m)^  name: operador-promociones(-leader-election)?$`).MatchString(doc) {
+		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) && regexp.MustCompile(`(?m)^metadata:\n  name: operador-promociones(-leader-election)?$`).MatchString(doc) {
 			rbac = append(rbac, doc)
 		} else {
 			rest = append(rest, doc)
@@ -278,7 +278,16 @@ func (l *lesson) checkPage(banner string) {
 // the page's URL on this machine, and a function that stops it.
 func (l *lesson) portForward() (string, func()) {
 	l.t.Helper()
-	cmd := exec.Command(l.kubectlBin, "--kubeconfig", l.kubeconfig, "port-forward", "svc/"+name, ":80")
+	addr, stop := l.portForwardTo("svc/"+name, ":80")
+	return "http://" + addr + "/", stop
+}
+
+// portForwardTo runs `kubectl port-forward TARGET :PORT` with the given
+// arguments and returns the local address (127.0.0.1:port), and a function
+// that stops it.
+func (l *lesson) portForwardTo(args ...string) (string, func()) {
+	l.t.Helper()
+	cmd := exec.Command(l.kubectlBin, append([]string{"--kubeconfig", l.kubeconfig, "port-forward"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		l.t.Fatal(err)
@@ -295,7 +304,7 @@ func (l *lesson) portForward() (string, func()) {
 		l.t.Fatalf("kubectl port-forward printed %q: %v", line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return "http://" + m[1] + "/", stop
+	return m[1], stop
 }
 
 // checkInBrowser loads the page in headless Chromium through kubectl

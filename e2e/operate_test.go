@@ -267,13 +267,90 @@ func TestInstaller(t *testing.T) {
 	}
 	for _, want := range []string{"CustomResourceDefinition/promociones.tienda.example.com", "ServiceAccount/operador-promociones", "ClusterRole/operador-promociones",
 		"ClusterRoleBinding/operador-promociones", "Role/operador-promociones-leader-election", "ClusterRole/operador-promociones-metrics-reader",
+		"ClusterRole/operador-promociones-metrics-auth", "ClusterRoleBinding/operador-promociones-metrics-auth",
 		"ClusterRole/promocion-editor", "ClusterRole/promocion-viewer", "Service/operador-promociones-metrics", "Deployment/operador-promociones",
-		"PodDisruptionBudget/operador-promociones"} {
+		"PodDisruptionBudget/operador-promociones", "ValidatingAdmissionPolicy/operador-promociones-protect-crd",
+		"ValidatingAdmissionPolicyBinding/operador-promociones-protect-crd"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("install.yaml lacks %s; it holds %v", want, kinds)
 		}
 	}
 	l.logf("make build-installer IMG=%s: %d objects, accepted by the API server (server-side dry run), the image set", img, len(list.Items))
+
+	// The installer's parts: the API (make install, make uninstall) and the
+	// operator (make undeploy) are together all of manifiestos/, each object
+	// in one part only, as kubectl apply -f and -k see the folder.
+	objects := func(yaml string) []string {
+		var names []string
+		for _, doc := range strings.Split(yaml, "\n---\n") {
+			kind := regexp.MustCompile(`(?m)^kind: (\S+)$`).FindStringSubmatch(doc)
+			name := regexp.MustCompile(`(?m)^  name: (\S+)$`).FindStringSubmatch(doc)
+			if kind != nil && name != nil {
+				names = append(names, kind[1]+"/"+name[1])
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	part := func(env ...string) []string {
+		cmd := exec.Command(filepath.Join(l.root, "hack", "installer.sh"), img, "-", l.kubectlBin)
+		cmd.Env = append(os.Environ(), env...)
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hack/installer.sh with %v: %v", env, err)
+		}
+		return objects(string(b))
+	}
+	api, operator := part("PART=api"), part("PART=operator")
+	var files []string
+	yamls, _ := filepath.Glob(filepath.Join(l.root, "manifiestos", "*.yaml"))
+	for _, f := range yamls {
+		b, _ := os.ReadFile(f)
+		files = append(files, objects(string(b))...)
+	}
+	slices.Sort(files)
+	both := slices.Sorted(slices.Values(append(slices.Clone(api), operator...)))
+	kustomized := objects(l.kubectl("kustomize", filepath.Join(l.root, "manifiestos")))
+	switch {
+	case !slices.Equal(both, files):
+		t.Errorf("the installer's parts, api %v and operator %v, are not manifiestos/*.yaml %v", api, operator, files)
+	case !slices.Equal(kustomized, files):
+		t.Errorf("manifiestos/Kustomization holds %v, manifiestos/*.yaml %v", kustomized, files)
+	case !slices.Equal(part(), files):
+		t.Errorf("make build-installer holds %v, manifiestos/*.yaml %v", part(), files)
+	case !slices.Contains(api, "CustomResourceDefinition/promociones.tienda.example.com") || slices.Contains(operator, "CustomResourceDefinition/promociones.tienda.example.com"):
+		t.Errorf("the CRD is not in the API's part alone: api %v, operator %v", api, operator)
+	}
+	l.logf("the installer's parts: the API (%d objects) and the operator (%d), together manifiestos/", len(api), len(operator))
+
+	// Confined to namespaces: the operator's ClusterRole bound in each by a
+	// RoleBinding, none cluster-wide, and the operator told to watch only them.
+	confined := filepath.Join(l.tmp, "confined.yaml")
+	cmd = exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.kubectlBin, "NAMESPACES=tienda,outlet", "WEB_IMAGE=registry.example.com/web:2")
+	cmd.Dir = l.root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build-installer NAMESPACES=...: %v\n%s", err, b)
+	}
+	b, _ := os.ReadFile(confined)
+	got := objects(string(b))
+	want := slices.DeleteFunc(slices.Clone(files), func(o string) bool { return o == "ClusterRoleBinding/operador-promociones" })
+	want = slices.Sorted(slices.Values(append(want, "RoleBinding/operador-promociones", "RoleBinding/operador-promociones")))
+	if !slices.Equal(got, want) {
+		t.Errorf("confined, install.yaml holds %v, want %v", got, want)
+	}
+	for _, s := range []string{"namespace: tienda\n", "namespace: outlet\n", "- --namespace=tienda\n", "- --namespace=outlet\n", "- --web-image=registry.example.com/web:2\n"} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("confined, install.yaml lacks %q", strings.TrimSpace(s))
+		}
+	}
+	for _, bad := range []string{"NAMESPACES=Tienda", "NAMESPACES=a,,b", "WEB_IMAGE=web image"} {
+		cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.kubectlBin, bad)
+		cmd.Dir = l.root
+		if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "is not a") {
+			t.Errorf("make build-installer %s: %v, want a refusal:\n%s", bad, err, b)
+		}
+	}
+	l.logf("make build-installer NAMESPACES=tienda,outlet: RoleBindings in both, no ClusterRoleBinding, --namespace for each; bad values refused")
 
 	// manifiestos/monitoring, which needs the Prometheus Operator's CRDs that
 	// this cluster lacks: the NetworkPolicy goes to the API server, and the

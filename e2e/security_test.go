@@ -1,15 +1,46 @@
 package e2e
 
 // What docs/security.md claims, on a real cluster: a Promocion cannot take over
-// what is not the operator's.
+// what is not the operator's, an install can be confined to namespaces, and
+// neither removing the operator nor a slip of the hand loses the users' data.
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
+
+// make runs a target of the Makefile on the tests' cluster, with their kubectl,
+// writing dist/install.yaml into the test's folder rather than the checkout.
+func (l *lesson) make(args ...string) (string, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "KUBECTL=" + l.kubectlBin,
+		"INSTALLER=" + filepath.Join(l.tmp, "install.yaml")}, args...)...)
+	cmd.Dir = l.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (l *lesson) mustMake(args ...string) string {
+	l.t.Helper()
+	out, err := l.make(args...)
+	if err != nil {
+		l.t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	l.logf("make %s", strings.Join(args, " "))
+	return out
+}
 
 // Permission to create a Promocion is not permission to take over what it is
 // named after. With the garbage collector running and the operator as its
@@ -102,3 +133,322 @@ spec: {banner: "no es mío", replicas: 0}
 	o.stop(t)
 }
 
+// make deploy NAMESPACES=...: the operator from its image, in the cluster,
+// watching and writing only in two namespaces, as the API server enforces;
+// make undeploy removes it, and the shops keep serving with no operator;
+// make deploy again takes them back with zero writes and no pod restarted.
+func TestConfinedDeployUndeployDeploy(t *testing.T) {
+	if !env.realNode {
+		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
+	}
+	l := newLesson(t)
+	l.loadOperatorImage(operatorImage)
+	// tienda-a's pods run on node-real, for real; tienda-b's and fuera's on kwok.
+	l.kubectl("create", "namespace", "tienda-a")
+	l.namespace("tienda-b")
+	l.namespace("fuera")
+	watched := []string{"tienda-a", "tienda-b"}
+	deploy := []string{"IMG=" + operatorImage, "WEB_IMAGE=" + webImage, "NAMESPACES=tienda-a,tienda-b"}
+	t.Cleanup(func() {
+		_, _ = l.make(append([]string{"undeploy"}, deploy...)...)
+		_, _ = l.tryKubectl("delete", "namespace", "tienda-a", "tienda-b", "fuera", "--wait=false")
+	})
+
+	l.step("1", "make deploy NAMESPACES=tienda-a,tienda-b, over an earlier install to every namespace")
+	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"), "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
+	deployed := time.Now()
+	l.mustMake(append([]string{"deploy"}, deploy...)...)
+	if out := l.kubectl("get", "clusterrolebinding", "operador-promociones", "--ignore-not-found", "-o", "name"); out != "" {
+		t.Errorf("the grant to every namespace is still there: %s", out)
+	}
+	l.waitForOperatorPods(2)
+	l.applyYAML("escaparate", `apiVersion: tienda.example.com/v1
+kind: Promocion
+metadata: {name: escaparate, namespace: tienda-a}
+spec: {banner: "Rebajas confinadas", replicas: 2}
+`)
+	l.createPromociones("tienda-b", 3, 1)
+	l.createPromociones("fuera", 1, 1)
+	l.waitListo("tienda-a", 1)
+	l.waitListo("tienda-b", 3)
+	if out := l.kubectl("get", "deployments,services,configmaps", "-n", "fuera", "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+		t.Errorf("the operator made children in fuera, which it does not watch: %s", out)
+	}
+	if st := l.kubectl("get", "promocion", "promo-0", "-n", "fuera", "-o", "jsonpath={.status}"); st != "" {
+		t.Errorf("the operator wrote the status of a Promocion in fuera: %s", st)
+	}
+	l.auditFlushed()
+	inShops := func(r request) bool {
+		return r.user == sa && (strings.Contains(r.uri, "/namespaces/tienda-a/") || strings.Contains(r.uri, "/namespaces/tienda-b/"))
+	}
+	if made := l.audit(deployed, inShops); len(made) < 4*4 { // 3 children and a status each, at least
+		t.Fatalf("the audit log shows %d writes of the operator making 4 shops: it does not see them", len(made))
+	}
+	l.logf("tienda-a and tienda-b Listo; fuera untouched")
+
+	l.step("2", "the API server confines it: kubectl auth can-i, and a write tried with its own token")
+	yes := map[bool]string{true: "yes", false: "no"}
+	for _, ns := range []string{"tienda-a", "tienda-b", "fuera", "kube-system", "default"} {
+		inside := slices.Contains(watched, ns)
+		for _, verb := range []string{"create", "update", "delete"} {
+			for _, child := range []string{"deployments.apps", "services", "configmaps"} {
+				l.expectCanI(sa, yes[inside], verb, child, "-n", ns)
+			}
+		}
+		l.expectCanI(sa, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
+		l.expectCanI(sa, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
+		l.expectCanI(sa, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
+	}
+	for _, verb := range []string{"list", "create", "update", "delete"} {
+		l.expectCanI(sa, "no", verb, "deployments.apps", "-A")
+		l.expectCanI(sa, "no", verb, "configmaps", "-A")
+	}
+	l.expectCanI(sa, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
+	l.expectCanI(sa, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
+	token := l.serviceAccountKubeconfig("operador-promociones")
+	for _, ns := range []string{"fuera", "kube-system"} {
+		out, err := runCombined(l.kubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
+		if err == nil || !strings.Contains(out, "forbidden") {
+			t.Errorf("the operator's token created a ConfigMap in %s: %v %s", ns, err, out)
+		}
+	}
+	l.logf("yes in tienda-a and tienda-b, no in fuera, kube-system, default and cluster-wide; its token is refused a write in fuera and kube-system")
+
+	l.step("3", "make undeploy: the operator goes, the Promociones and their shops stay, serving")
+	before := l.shops(watched)
+	l.mustMake(append([]string{"undeploy"}, deploy...)...)
+	l.eventually("no operator Pod, ServiceAccount, RBAC or metrics Service left", func() error {
+		if out := l.kubectl("get", "deployments,pods,serviceaccounts,services,roles,rolebindings", "-n", "default", "-l", "app=operador-promociones", "-o", "name"); out != "" {
+			return fmt.Errorf("left: %s", out)
+		}
+		for _, obj := range []string{"serviceaccount/operador-promociones", "clusterrole/operador-promociones", "rolebinding/operador-promociones -n tienda-a",
+			"rolebinding/operador-promociones -n tienda-b", "clusterrolebinding/operador-promociones-metrics-auth", "service/operador-promociones-metrics"} {
+			if out := l.kubectl(append(append([]string{"get"}, strings.Fields(obj)...), "--ignore-not-found", "-o", "name")...); out != "" {
+				return fmt.Errorf("left: %s", out)
+			}
+		}
+		return nil
+	})
+	for _, kept := range []string{"crd/promociones.tienda.example.com", "validatingadmissionpolicy/operador-promociones-protect-crd",
+		"clusterrole/promocion-editor", "clusterrole/promocion-viewer"} {
+		if _, err := l.tryKubectl("get", kept); err != nil {
+			t.Errorf("make undeploy deleted %s: %v", kept, err)
+		}
+	}
+	if after := l.shops(watched); after != before {
+		t.Errorf("make undeploy changed the shops:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	l.serves("tienda-a", "escaparate", "Rebajas confinadas")
+	l.logf("with no operator running, the shop of tienda-a serves its page through its Service")
+
+	l.step("4", "make deploy again: it takes them back, with zero writes and no pod restarted")
+	l.auditFlushed()
+	redeployed := time.Now()
+	l.mustMake(append([]string{"deploy"}, deploy...)...)
+	pods := l.waitForOperatorPods(2)
+	leader := l.waitForLeader(pods)
+	l.waitReconciled(leader, 4)
+	l.auditFlushed()
+	if writes := l.audit(redeployed, inShops); len(writes) > 0 {
+		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), first(writes, 20))
+	}
+	if after := l.shops(watched); after != before {
+		t.Errorf("the shops changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	l.logf("the new leader %s reconciled all 4 Promociones: 0 writes in tienda-a and tienda-b; the Promociones, children and pods as before", leader)
+}
+
+// shops is what a change to the shops of namespaces would show: each
+// Promocion's and child's resourceVersion (a Deployment's generation, since
+// its controller writes its status), and each pod's UID and restarts.
+func (l *lesson) shops(namespaces []string) string {
+	l.t.Helper()
+	var b strings.Builder
+	for _, ns := range namespaces {
+		b.WriteString(l.kubectl("get", "promociones,configmaps,services", "-n", ns, "-o",
+			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.resourceVersion}{"\n"}{end}`))
+		b.WriteString(l.kubectl("get", "deployments", "-n", ns, "-o",
+			`jsonpath={range .items[*]}{.kind}/{.metadata.name} generation {.metadata.generation}{"\n"}{end}`))
+		b.WriteString(l.kubectl("get", "pods", "-n", ns, "-o",
+			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid} restarts {.status.containerStatuses[*].restartCount}{"\n"}{end}`))
+	}
+	return b.String()
+}
+
+// serves checks, from node-real, that the Service of promocion in ns serves
+// its page with banner, through its ClusterIP.
+func (l *lesson) serves(ns, promocion, banner string) {
+	l.t.Helper()
+	ip := l.kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
+	l.eventually(fmt.Sprintf("curl http://%s/ on node-real serves %q", ip, banner), func() error {
+		out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "<h1>"+banner+"</h1>") {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+}
+
+// waitForLeader waits until one of pods holds the operator's Lease, and returns it.
+func (l *lesson) waitForLeader(pods []string) string {
+	l.t.Helper()
+	var leader string
+	l.eventually("one of the operator's Pods leads", func() error {
+		holder, _ := l.tryKubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}")
+		if leader = strings.Split(holder, "_")[0]; !slices.Contains(pods, leader) {
+			return fmt.Errorf("the Lease is held by %q", holder)
+		}
+		return nil
+	})
+	return leader
+}
+
+// waitReconciled waits until the operator's Pod pod has reconciled n
+// Promociones since it started, and has nothing queued or in progress: it
+// reads the Pod's /metrics through kubectl port-forward, with the token of a
+// ServiceAccount bound to the metrics reader's role, as a scraper would.
+func (l *lesson) waitReconciled(pod string, n int) {
+	l.t.Helper()
+	l.kubectl("create", "serviceaccount", "lector-metricas", "-n", "default")
+	l.kubectl("create", "clusterrolebinding", "lector-metricas", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount=default:lector-metricas")
+	l.t.Cleanup(func() {
+		_, _ = l.tryKubectl("delete", "--ignore-not-found", "clusterrolebinding/lector-metricas")
+		_, _ = l.tryKubectl("delete", "--ignore-not-found", "serviceaccount/lector-metricas", "-n", "default")
+	})
+	token := l.kubectl("create", "token", "lector-metricas", "-n", "default")
+	addr, stop := l.portForwardTo("-n", "default", "pod/"+pod, ":8443")
+	defer stop()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the certificate is self-signed
+	metric := func(body, name, match string) float64 {
+		sum := 0.0
+		for _, m := range regexp.MustCompile(`(?m)^`+name+`\{([^}]*)\} (\S+)$`).FindAllStringSubmatch(body, -1) {
+			if strings.Contains(m[1], match) {
+				v, _ := strconv.ParseFloat(m[2], 64)
+				sum += v
+			}
+		}
+		return sum
+	}
+	l.eventually(fmt.Sprintf("%s has reconciled %d Promociones and has nothing queued", pod, n), func() error {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%d %.200s", resp.StatusCode, b)
+		}
+		body := string(b)
+		done := metric(body, "controller_runtime_reconcile_total", `controller="promocion",result="success"`)
+		queued := metric(body, "workqueue_depth", `name="promocion"`)
+		working := metric(body, "controller_runtime_active_workers", `controller="promocion"`)
+		if done < float64(n) || queued != 0 || working != 0 {
+			return fmt.Errorf("%v reconciled, %v queued, %v reconciling", done, queued, working)
+		}
+		return nil
+	})
+}
+
+// Removing the data is a step of its own: the CRD's guard refuses its deletion
+// by kubectl, and make uninstall deletes nothing unless told yes, at its
+// prompt or with CONFIRM=yes; then it deletes the CRD, every Promocion and
+// every shop, the guard and the users' roles. The test puts the API back for
+// the tests after it.
+func TestUninstall(t *testing.T) {
+	l := newLesson(t)
+	ns := l.namespace("desinstalar")
+	t.Cleanup(func() { _, _ = l.tryKubectl("delete", "namespace", ns, "--wait=false") })
+	l.mustMake("install")
+	// The API server enforces a new policy once its informer has it: a server-side
+	// dry run goes through admission, so it is refused from then on.
+	l.eventually("the guard is in force", func() error {
+		if _, err := l.tryKubectl("delete", "crd", "promociones.tienda.example.com", "--dry-run=server"); err == nil {
+			return errors.New("a dry-run deletion of the CRD is still let through")
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		if _, err := l.make("install"); err != nil {
+			t.Errorf("make install: %v", err)
+		}
+		l.eventually("the CRD is back, Established", func() error {
+			out, err := l.tryKubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			if err == nil && out != "True" {
+				err = fmt.Errorf("Established: %q", out)
+			}
+			return err
+		})
+	})
+	o := l.start(launch{who: "desinstalar", args: []string{"--namespace=" + ns}})
+	l.createPromociones(ns, 2, 1)
+	l.waitListo(ns, 2)
+	o.stop(t)
+	crdUID := l.kubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}")
+	intact := func(after string) {
+		t.Helper()
+		if uid, _ := l.tryKubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}"); uid != crdUID {
+			t.Fatalf("after %s, the CRD is gone or another (uid %q, was %s)", after, uid, crdUID)
+		}
+		if n := l.listo(ns); n != 2 {
+			t.Fatalf("after %s, %d Promociones Listo, want 2", after, n)
+		}
+		if out := l.kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); strings.Count(out, "\n")+1 != 6 {
+			t.Fatalf("after %s, the children are not all there:\n%s", after, out)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"delete", "crd", "promociones.tienda.example.com"},
+		{"delete", "-f", filepath.Join(l.root, "manifiestos", "crd.yaml")},
+	} {
+		_, err := l.tryKubectl(args...)
+		if err == nil || !strings.Contains(err.Error(), "deleting this CRD deletes every Promocion in the cluster") {
+			t.Errorf("kubectl %s: %v, want the guard's refusal", strings.Join(args, " "), err)
+		}
+		intact("kubectl " + strings.Join(args, " "))
+	}
+	l.logf("kubectl delete crd and kubectl delete -f manifiestos/crd.yaml: refused by the guard, with what to do")
+
+	out, err := l.make("uninstall")
+	all := len(strings.Fields(l.kubectl("get", "promociones", "-A", "-o", "name")))
+	if err == nil || !strings.Contains(out, fmt.Sprintf(" %d Promociones, in:", all)) || !regexp.MustCompile(`(?m)^\s+`+ns+`\s+2$`).MatchString(out) ||
+		!strings.Contains(out, "Nothing deleted") {
+		t.Errorf("make uninstall with no terminal: %v, want a refusal listing the Promociones:\n%s", err, out)
+	}
+	intact("make uninstall with no terminal")
+	out, err = l.uninstallAtATerminal("no")
+	if err == nil || !strings.Contains(out, "Type yes to delete it all") || !strings.Contains(out, "Nothing deleted.") {
+		t.Errorf("make uninstall at a terminal, answered no: %v\n%s", err, out)
+	}
+	intact("make uninstall answered no")
+	l.logf("make uninstall counts the %d Promociones by namespace and deletes nothing: with no terminal, or answered no", all)
+
+	l.mustMake("uninstall", "CONFIRM=yes")
+	for _, gone := range []string{"crd/promociones.tienda.example.com", "validatingadmissionpolicy/operador-promociones-protect-crd",
+		"validatingadmissionpolicybinding/operador-promociones-protect-crd", "clusterrole/promocion-editor", "clusterrole/promocion-viewer"} {
+		if out := l.kubectl("get", gone, "--ignore-not-found", "-o", "name"); out != "" {
+			t.Errorf("make uninstall CONFIRM=yes left %s", out)
+		}
+	}
+	l.eventually("the garbage collector deletes the shops", func() error {
+		if out := l.kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+			return errors.New(out)
+		}
+		return nil
+	})
+	l.logf("make uninstall CONFIRM=yes: the CRD, the Promociones, their shops, the guard and the roles are gone")
+}
+
+// uninstallAtATerminal runs make uninstall under a pseudo-terminal (script(1)),
+// answering its question.
+func (l *lesson) uninstallAtATerminal(answer string) (string, error) {
+	cmd := exec.Command("script", "-qec", fmt.Sprintf("make --no-print-directory uninstall KUBECTL=%s", l.kubectlBin), "/dev/null")
+	cmd.Dir = l.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+	cmd.Stdin = strings.NewReader(answer + "\n")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# hack/installer.sh IMG OUT [KUBECTL]: manifiestos/ as one file, OUT, with the
-# operator's image set to IMG through kustomize's images: field, in a
-# kustomization made for the purpose; nothing in manifiestos/ is edited.
+# hack/installer.sh IMG OUT [KUBECTL]: manifiestos/ as one file, OUT ("-" for
+# stdout), with the operator's image set to IMG through kustomize's images:
+# field, in a kustomization made for the purpose; nothing in manifiestos/ is
+# edited. The environment chooses what goes in:
+#
+#   PART=all       (the default) the API and the operator: make build-installer, make deploy
+#   PART=api       the CRD, its guard and the users' roles, which hold the users' data
+#                  and what they may do with it: make install, make uninstall
+#   PART=operator  the rest, which runs the operator: make undeploy deletes it and
+#                  leaves the API, the Promociones and their shops as they are
+#   NAMESPACES=a,b the operator watches only these namespaces (--namespace) and
+#                  may write only there: its ClusterRole is bound by a RoleBinding
+#                  in each, instead of cluster-wide. The namespaces must exist.
+#   WEB_IMAGE=ref  the web pods' image (--web-image), instead of deploy.yaml's
 set -euo pipefail
 img=$1 out=$2 kubectl=${3:-kubectl}
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+api=(crd.yaml protect-crd.yaml roles.yaml)
+operator=(sa.yaml rbac.yaml metrics.yaml deploy.yaml)
+part=${PART:-all}
+case $part in
+all) files=("${api[@]}" "${operator[@]}") ;;
+api) files=("${api[@]}") ;;
+operator) files=("${operator[@]}") ;;
+*) echo "PART=$part: want all, api or operator" >&2; exit 2 ;;
+esac
 
 # name:tag, name@sha256:..., or a bare name; a registry's port is not a tag.
 case $img in
@@ -15,23 +36,92 @@ case $img in
 	;;
 esac
 
-mkdir -p "$(dirname "$out")"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-cat >"$dir/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to="$dir" "$root/manifiestos")
-images:
-- name: registry.iximiuz.com/tienda/operador-promociones
-  newName: $name
-  ${pin}
+for f in "${files[@]}"; do cp "$root/manifiestos/$f" "$dir/"; done
+has() { [[ " ${files[*]} " == *" $1 "* ]]; }
+
+# Flags added to the operator's (of a repeated flag, the last wins), and with
+# NAMESPACES, a RoleBinding in each instead of the ClusterRoleBinding.
+args=() patches=()
+if [ -n "${WEB_IMAGE:-}" ]; then
+	if ! [[ $WEB_IMAGE =~ ^[A-Za-z0-9][A-Za-z0-9._/:@-]*$ ]]; then
+		echo "WEB_IMAGE: $WEB_IMAGE is not an image reference" >&2
+		exit 2
+	fi
+	args+=("--web-image=$WEB_IMAGE")
+fi
+if [ -n "${NAMESPACES:-}" ]; then
+	IFS=, read -ra namespaces <<<"$NAMESPACES"
+	for ns in "${namespaces[@]}"; do
+		if ! [[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || [ ${#ns} -gt 63 ]; then
+			echo "NAMESPACES: $ns is not a namespace's name" >&2
+			exit 2
+		fi
+		args+=("--namespace=$ns")
+		has rbac.yaml || continue
+		cat >>"$dir/rolebindings.yaml" <<YAML
+---
+# The operator's ClusterRole, granted in $ns only.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: operador-promociones
+  namespace: $ns
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: operador-promociones
+subjects:
+- kind: ServiceAccount
+  name: operador-promociones
+  namespace: default
 YAML
+	done
+	if has rbac.yaml; then
+		files+=(rolebindings.yaml)
+		patches+=("- patch: |
+    \$patch: delete
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRoleBinding
+    metadata:
+      name: operador-promociones")
+	fi
+fi
+if [ ${#args[@]} -gt 0 ] && has deploy.yaml; then
+	p="- target: {kind: Deployment, name: operador-promociones}
+  patch: |"
+	for a in "${args[@]}"; do
+		p+=$'\n'"    - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"$a\"}"
+	done
+	patches+=("$p")
+fi
+
 {
-	echo "# operador-promociones: CRD, ServiceAccount, RBAC, roles, metrics and Deployment, with the image $img."
-	echo "# Written by make build-installer from manifiestos/; apply with: kubectl apply -f $(basename "$out")"
+	echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+	echo "kind: Kustomization"
+	echo "resources:"
+	printf -- '- %s\n' "${files[@]}"
+	echo "images:"
+	echo "- name: registry.iximiuz.com/tienda/operador-promociones"
+	echo "  newName: $name"
+	[ -z "$pin" ] || echo "  $pin"
+	if [ ${#patches[@]} -gt 0 ]; then
+		echo "patches:"
+		printf '%s\n' "${patches[@]}"
+	fi
+} >"$dir/kustomization.yaml"
+
+rendered=$(
+	echo "# operador-promociones ($part${NAMESPACES:+, confined to $NAMESPACES}), with the image $img."
+	echo "# Written by hack/installer.sh from manifiestos/; apply with: kubectl apply -f FILE"
 	"$kubectl" kustomize "$dir"
-} >"$out.tmp"
+)
+if [ "$out" = - ]; then
+	echo "$rendered"
+	exit 0
+fi
+mkdir -p "$(dirname "$out")"
+echo "$rendered" >"$out.tmp"
 mv "$out.tmp" "$out"
-echo "$out: the operator's image is $img"
+echo "$out: the operator's image is $img${NAMESPACES:+, confined to $NAMESPACES}"
