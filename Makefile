@@ -46,10 +46,8 @@ deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and
 	@# Confined: a grant to every namespace, left by an earlier deploy, would undo it.
 	$(if $(NAMESPACES),$(KUBECTL) delete --ignore-not-found clusterrolebinding operador-promociones)
 
-undeploy: ## Remove the operator (give the NAMESPACES that deploy had) and keep the API: the Promociones and their shops stay, serving.
-	@# Its Pods first, and gone, so that the leader may still release its Lease on the way out.
-	$(KUBECTL) delete --ignore-not-found --cascade=foreground -n default deployment/operador-promociones
-	PART=operator $(INSTALLER_ENV) hack/installer.sh $(IMG) - $(KUBECTL) | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: ## Remove the operator and keep the API: the CRD, the Promociones and their shops stay, serving.
+	@hack/undeploy.sh $(KUBECTL)
 
 image: ## Build the image IMG without Docker, for PLATFORMS, into bin/operador-promociones.tar (docker load, podman load, ctr import, crane push).
 	@mkdir -p bin

@@ -7,8 +7,8 @@
 #   PART=all       (the default) the API and the operator: make build-installer, make deploy
 #   PART=api       the CRD, its guard and the users' roles, which hold the users' data
 #                  and what they may do with it: make install, make uninstall
-#   PART=operator  the rest, which runs the operator: make undeploy deletes it and
-#                  leaves the API, the Promociones and their shops as they are
+#   PART=operator  the rest, which runs the operator: make undeploy (hack/undeploy.sh)
+#                  deletes it and leaves the API, the Promociones and their shops as they are
 #   NAMESPACES=a,b the operator watches only these namespaces (--namespace) and
 #                  may write only there: its ClusterRole is bound by a RoleBinding
 #                  in each, instead of cluster-wide. The namespaces must exist.
