@@ -201,9 +201,9 @@ type ChildExistsError struct {
 	Kind, Name string
 }
 
-func (e *ChildExistsError) Error() string {
-	return "already exists and was not made by the operator for this Promocion"
-}
+func (e *ChildExistsError) Error() string { return "already exists and " + notMadeHere }
+
+const notMadeHere = "was not made by the operator for this Promocion"
 
 // addLabels sets the given labels and keeps any others already there.
 func addLabels(m *metav1.ObjectMeta, labels map[string]string) {
@@ -318,7 +318,7 @@ func explainApplyError(err error) (reason, msg string) {
 	switch len(exist) {
 	case 0:
 	case 1:
-		return "ChildExists", exist[0] + " already exists and was not made by the operator for this Promocion; " +
+		return "ChildExists", exist[0] + " already exists and " + notMadeHere + "; " +
 			"the operator leaves it untouched. Give the Promocion another name, or delete that object if it is not needed"
 	default:
 		return "ChildExists", listOf(exist) + " already exist and were not made by the operator for this Promocion; " +
