@@ -54,7 +54,7 @@ func TestLessonInCluster(t *testing.T) {
 		t.Fatalf("hack/local renders %d RBAC objects, and the images:\n%s", len(rbac), rendered)
 	}
 	l.t.Cleanup(func() {
-		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml"} {
+		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
 			_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.root, "manifiestos", f))
 		}
 	})

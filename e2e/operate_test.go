@@ -227,7 +227,9 @@ func TestInstaller(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make build-installer: %v\n%s", err, b)
 	}
-	applied := l.kubectl("apply", "--server-side", "--dry-run=server", "-f", out, "-o", "json")
+	// --force-conflicts: objects that earlier tests applied client-side are
+	// here; what is checked is that the API server accepts these.
+	applied := l.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", out, "-o", "json")
 	var list struct {
 		Items []struct {
 			Kind     string `json:"kind"`
