@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
@@ -29,8 +30,6 @@ import (
 // CreateOrUpdate sends no write.
 
 const (
-	operatorName = "operador-promociones"
-
 	// LabelManagedBy and LabelPromocion on a child say which operator made it,
 	// and for which Promocion; LabelPromocion also selects its pods.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
@@ -52,8 +51,53 @@ const (
 	htmlDir      = "/usr/share/nginx/html"
 )
 
+// childKind is a kind of object that the operator makes for every Promocion.
+type childKind struct {
+	Kind    string                                                 // as the API names it
+	Name    func(p *Promocion) string                              // its name, from the Promocion's
+	New     func() client.Object                                   // an empty one
+	NewList func() client.ObjectList                               // an empty list of them
+	Mutate  func(obj client.Object, p *Promocion, webImage string) // sets the fields the operator owns
+}
+
+// childKinds are the children of a Promocion, in the order they are made: the
+// page before the pods that mount it. This table is the one place that names
+// them: Reconcile applies each, SetupWithManager watches each (the lesson's
+// Owns), the cache holds the operator's own of each and nothing else, and the
+// status and the reliability tests' oracle check each. Adding a kind is an
+// entry here, its mutate function and its rule in manifiestos/rbac.yaml;
+// TestEveryChildKindIsWired fails if one is missing.
+var childKinds = []childKind{
+	kindOf[corev1.ConfigMap, corev1.ConfigMapList]("ConfigMap", ConfigMapName,
+		func(cm *corev1.ConfigMap, p *Promocion, _ string) { mutateConfigMap(cm, p) }),
+	kindOf[appsv1.Deployment, appsv1.DeploymentList]("Deployment", promocionName, mutateDeployment),
+	kindOf[corev1.Service, corev1.ServiceList]("Service", promocionName,
+		func(s *corev1.Service, p *Promocion, _ string) { mutateService(s, p) }),
+}
+
+// kindOf is the table entry of the kind T, listed as L, whose mutate function
+// is typed.
+func kindOf[T, L any, P interface {
+	*T
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](kind string, name func(*Promocion) string, mutate func(P, *Promocion, string)) childKind {
+	return childKind{
+		Kind:    kind,
+		Name:    name,
+		New:     func() client.Object { return P(new(T)) },
+		NewList: func() client.ObjectList { return PL(new(L)) },
+		Mutate:  func(obj client.Object, p *Promocion, webImage string) { mutate(obj.(P), p, webImage) },
+	}
+}
+
 // ConfigMapName is the name of the ConfigMap holding a Promocion's page.
 func ConfigMapName(p *Promocion) string { return p.Name + "-html" }
+
+// promocionName names the Deployment and the Service after their Promocion.
+func promocionName(p *Promocion) string { return p.Name }
 
 // childLabels name the Promocion and the operator on every child and pod.
 func childLabels(p *Promocion) map[string]string {
@@ -265,7 +309,7 @@ func computeStatus(p *Promocion, d *appsv1.Deployment, applyErr error, now metav
 		set(ConditionDegraded, metav1.ConditionTrue, reason, msg)
 		set(ConditionReady, metav1.ConditionFalse, reason, msg)
 	default:
-		set(ConditionDegraded, metav1.ConditionFalse, "AsExpected", "ConfigMap, Deployment and Service are applied")
+		set(ConditionDegraded, metav1.ConditionFalse, "AsExpected", listOf(childKindNames())+" are applied")
 		if st.Fase == FaseListo {
 			set(ConditionReady, metav1.ConditionTrue, "AllReplicasReady", replicas)
 		} else {
@@ -400,6 +444,15 @@ func describeChanges(changes []childChange) (reason, note string) {
 		reason = "Updated"
 	}
 	return reason, strings.Join(parts, "; ")
+}
+
+// childKindNames are the kinds of the children, in their order.
+func childKindNames() []string {
+	var kinds []string
+	for _, k := range childKinds {
+		kinds = append(kinds, k.Kind)
+	}
+	return kinds
 }
 
 // listOf joins "a", "b" and "c" as "a, b and c".

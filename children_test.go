@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
 )
 
 func promocion(name, banner string, replicas *int32) *Promocion {
@@ -402,4 +410,93 @@ func TestClaim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every kind in childKinds is wired wherever a kind must be: the cache keeps
+// only the operator's objects of it, manifiestos/rbac.yaml lets the operator
+// read and write it, and the oracle misses none of it. (Its watch is checked
+// against a real API server: TestDeletedChildrenComeBack deletes a child of
+// each kind and waits for it to come back.) A kind added to the table alone
+// fails here.
+func TestEveryChildKindIsWired(t *testing.T) {
+	scheme := newScheme()
+	scoped := map[string]string{}
+	for obj, by := range cacheByObject() {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scoped[gvk.Kind] = by.Label.String()
+	}
+	rules := operatorRules(t)
+	p := promocion("rebajas-verano", "hola", nil)
+	p.UID = "uid"
+	for _, k := range childKinds {
+		t.Run(k.Kind, func(t *testing.T) {
+			gvk, err := apiutil.GVKForObject(k.New(), scheme)
+			if err != nil || gvk.Kind != k.Kind {
+				t.Errorf("the entry %s makes a %v (%v)", k.Kind, gvk, err)
+			}
+			if list, err := apiutil.GVKForObject(k.NewList(), scheme); err != nil || list.Kind != k.Kind+"List" {
+				t.Errorf("the entry %s lists %v (%v)", k.Kind, list, err)
+			}
+			if want := LabelManagedBy + "=" + operatorName; scoped[k.Kind] != want {
+				t.Errorf("the cache holds %s selected by %q, want %q", k.Kind, scoped[k.Kind], want)
+			}
+			plural, _ := meta.UnsafeGuessKindToResource(gvk)
+			if verbs := rules[plural.GroupResource()]; !verbs.HasAll("get", "list", "watch", "create", "update", "delete") {
+				t.Errorf("manifiestos/rbac.yaml lets the operator %v on %s; it needs get, list, watch, create, update and delete", sets.List(verbs), plural.GroupResource())
+			}
+			// The world right in every child but this kind's, which is missing.
+			w := world{promociones: []Promocion{*p}, children: map[string][]client.Object{}}
+			for _, other := range childKinds {
+				if other.Kind == k.Kind {
+					continue
+				}
+				obj := other.New()
+				obj.SetName(other.Name(p))
+				obj.SetNamespace(p.Namespace)
+				if err := controllerutil.SetControllerReference(p, obj, scheme); err != nil {
+					t.Fatal(err)
+				}
+				other.Mutate(obj, p, DefaultWebImage)
+				w.children[other.Kind] = append(w.children[other.Kind], obj)
+			}
+			if problems := judge(w, DefaultWebImage); !slices.Contains(problems, k.Kind+" "+k.Name(p)+" is missing") {
+				t.Errorf("the oracle does not see a missing %s: %q", k.Kind, problems)
+			}
+		})
+	}
+}
+
+// operatorRules are the verbs that manifiestos/rbac.yaml's ClusterRole
+// operador-promociones grants, by resource.
+func operatorRules(t *testing.T) map[schema.GroupResource]sets.Set[string] {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("manifiestos", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[schema.GroupResource]sets.Set[string]{}
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind != "ClusterRole" || role.Name != operatorName {
+			continue
+		}
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					gr := schema.GroupResource{Group: g, Resource: res}
+					rules[gr] = rules[gr].Union(sets.New(r.Verbs...))
+				}
+			}
+		}
+	}
+	if len(rules) == 0 {
+		t.Fatal("no ClusterRole operador-promociones in manifiestos/rbac.yaml")
+	}
+	return rules
 }

@@ -94,7 +94,7 @@ func TestPromocionMetrics(t *testing.T) {
 	})
 
 	listos, observed := gauge("promociones", FaseListo), timeToListoCount(t)
-	setDeploymentStatus(t, &c.dep, 3)
+	setDeploymentStatus(t, c.dep, 3)
 	eventually(t, "Listo, counted and timed", func() error {
 		if n := gauge("promociones", FaseListo); n != listos+1 {
 			return fmt.Errorf("promociones{fase=Listo} %v, want %v", n, listos+1)
@@ -106,11 +106,11 @@ func TestPromocionMetrics(t *testing.T) {
 	})
 
 	drift := testutil.ToFloat64(driftCorrections.WithLabelValues("ConfigMap"))
-	if err := k8sClient.Delete(ctx, &c.cm); err != nil {
+	if err := k8sClient.Delete(ctx, c.cm); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the deleted ConfigMap put back, and counted as drift", func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.cm), &corev1.ConfigMap{}); err != nil {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.cm), &corev1.ConfigMap{}); err != nil {
 			return err
 		}
 		if n := testutil.ToFloat64(driftCorrections.WithLabelValues("ConfigMap")); n != drift+1 {

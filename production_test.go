@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,7 +72,7 @@ func TestEvents(t *testing.T) {
 		}
 		return nil
 	})
-	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
+	if err := k8sClient.Patch(ctx, c.dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "an Updated event for the Deployment", func() error {
@@ -103,7 +104,7 @@ func TestEvents(t *testing.T) {
 // through it to spec.replicas, and read the pods' selector from it.
 func TestScaleSubresource(t *testing.T) {
 	p, c, _ := runningPromocion(t)
-	setDeploymentStatus(t, &c.dep, 3)
+	setDeploymentStatus(t, c.dep, 3)
 
 	var scale autoscalingv1.Scale
 	eventually(t, "the scale subresource reports 3 replicas and the pods' selector", func() error {
@@ -121,7 +122,7 @@ func TestScaleSubresource(t *testing.T) {
 	}
 	eventually(t, "the Deployment follows the scale to 4", func() error {
 		var d appsv1.Deployment
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.dep), &d); err != nil {
 			return err
 		}
 		if *d.Spec.Replicas != 4 || *getPromocion(t, p).Spec.Replicas != 4 {
@@ -132,13 +133,27 @@ func TestScaleSubresource(t *testing.T) {
 }
 
 // The cache holds only what the operator labelled, without managedFields:
-// thousands of unrelated ConfigMaps cost it nothing.
+// thousands of unrelated ConfigMaps, and unrelated objects of every kind it
+// makes, cost it nothing.
 func TestCacheHoldsOnlyTheOperatorsChildren(t *testing.T) {
 	ns := newNamespace(t)
 	for i := range 2000 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns},
 			Data: map[string]string{"k": "v"}}
 		if err := k8sClient.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// And one unrelated object of every kind the operator makes: a child of a
+	// Promocion ajena that is not there, without the operator's labels.
+	ajena := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: "ajena", Namespace: ns}}
+	for _, k := range childKinds {
+		obj := k.New()
+		obj.SetName(k.Name(ajena))
+		obj.SetNamespace(ns)
+		k.Mutate(obj, ajena, DefaultWebImage)
+		obj.SetLabels(map[string]string{"app": "ajena"})
+		if err := k8sClient.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,19 +170,25 @@ func TestCacheHoldsOnlyTheOperatorsChildren(t *testing.T) {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _ = mgr.GetCache().Start(mctx) }()
-	eventually(t, "the cache holds the Promocion's ConfigMap and nothing else", func() error {
-		var list corev1.ConfigMapList
-		if err := mgr.GetCache().List(mctx, &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(list.Items) != 1 || list.Items[0].Name != "rebajas-verano-html" {
-			return fmt.Errorf("%d ConfigMaps in the cache", len(list.Items))
-		}
-		if list.Items[0].ManagedFields != nil {
-			return fmt.Errorf("managedFields are cached")
-		}
-		return nil
-	})
+	for _, k := range childKinds {
+		eventually(t, "the cache holds the Promocion's "+k.Kind+" and nothing else of its kind", func() error {
+			list := k.NewList()
+			if err := mgr.GetCache().List(mctx, list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return err
+			}
+			if len(items) != 1 || items[0].(client.Object).GetName() != k.Name(p) {
+				return fmt.Errorf("%d %ss in the cache", len(items), k.Kind)
+			}
+			if items[0].(client.Object).GetManagedFields() != nil {
+				return fmt.Errorf("managedFields are cached")
+			}
+			return nil
+		})
+	}
 }
 
 // A child whose labels were removed by hand leaves the cache, yet it is found
@@ -177,12 +198,12 @@ func TestChildWithoutLabelsIsRepaired(t *testing.T) {
 	uid := c.dep.UID
 
 	unlabel := []byte(`{"metadata":{"labels":null},"spec":{"replicas":1}}`)
-	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, unlabel)); err != nil {
+	if err := k8sClient.Patch(ctx, c.dep, client.RawPatch(types.MergePatchType, unlabel)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the Deployment has its labels and 3 replicas again", func() error {
 		var d appsv1.Deployment
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.dep), &d); err != nil {
 			return err
 		}
 		if d.Labels["app.kubernetes.io/managed-by"] != operatorName || *d.Spec.Replicas != 3 || d.UID != uid {
@@ -204,7 +225,7 @@ func TestSeveralNamespaces(t *testing.T) {
 		p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 2)
 		c := waitForChildren(t, p)
 		old := c.dep.UID
-		if err := k8sClient.Delete(ctx, &c.dep); err != nil {
+		if err := k8sClient.Delete(ctx, c.dep); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the Deployment in "+ns+" comes back", func() error {

@@ -56,35 +56,46 @@ func runningPromocion(t *testing.T) (*Promocion, *children, func() error) {
 	return p, waitForChildren(t, p), stop
 }
 
+// children are a Promocion's children as the API server holds them: one of
+// each kind in childKinds, and the three that tests look into, by name.
 type children struct {
-	cm  corev1.ConfigMap
-	dep appsv1.Deployment
-	svc corev1.Service
+	all []client.Object
+	cm  *corev1.ConfigMap
+	dep *appsv1.Deployment
+	svc *corev1.Service
 }
 
-// waitForChildren waits until the three children exist and returns them.
+// waitForChildren waits until every child exists and returns them.
 func waitForChildren(t *testing.T, p *Promocion) *children {
 	t.Helper()
 	c := &children{}
-	eventually(t, "the ConfigMap, Deployment and Service exist", func() error {
+	eventually(t, "every child exists", func() error {
 		return getChildren(p, c)
 	})
 	return c
 }
 
 func getChildren(p *Promocion, c *children) error {
-	for _, g := range []struct {
-		name string
-		obj  client.Object
-	}{{ConfigMapName(p), &c.cm}, {p.Name, &c.dep}, {p.Name, &c.svc}} {
-		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: g.name}, g.obj); err != nil {
+	c.all = nil
+	for _, k := range childKinds {
+		obj := k.New()
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: k.Name(p)}, obj); err != nil {
 			return err
+		}
+		c.all = append(c.all, obj)
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			c.cm = o
+		case *appsv1.Deployment:
+			c.dep = o
+		case *corev1.Service:
+			c.svc = o
 		}
 	}
 	return nil
 }
 
-func (c *children) objects() []client.Object { return []client.Object{&c.cm, &c.dep, &c.svc} }
+func (c *children) objects() []client.Object { return c.all }
 
 func getPromocion(t *testing.T, p *Promocion) *Promocion {
 	t.Helper()
@@ -216,12 +227,12 @@ func TestManualScaleIsUndone(t *testing.T) {
 	_, c, _ := runningPromocion(t)
 
 	c.dep.Spec.Replicas = new(int32(1))
-	if err := k8sClient.Update(ctx, &c.dep); err != nil {
+	if err := k8sClient.Update(ctx, c.dep); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the Deployment is back to 3 replicas", func() error {
 		var d appsv1.Deployment
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.dep), &d); err != nil {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.dep), &d); err != nil {
 			return err
 		}
 		if *d.Spec.Replicas != 3 {
@@ -277,9 +288,9 @@ func TestStatusFollowsDeployment(t *testing.T) {
 		})
 	}
 	waitForStatus(FaseDesplegando, 0, metav1.ConditionFalse, kstatus.InProgressStatus)
-	setDeploymentStatus(t, &c.dep, 2)
+	setDeploymentStatus(t, c.dep, 2)
 	waitForStatus(FaseDesplegando, 2, metav1.ConditionFalse, kstatus.InProgressStatus)
-	setDeploymentStatus(t, &c.dep, 3)
+	setDeploymentStatus(t, c.dep, 3)
 	waitForStatus(FaseListo, 3, metav1.ConditionTrue, kstatus.CurrentStatus)
 
 	// A new spec: Desplegando until the Deployment has caught up with it.
@@ -287,7 +298,7 @@ func TestStatusFollowsDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForStatus(FaseDesplegando, 3, metav1.ConditionFalse, kstatus.InProgressStatus)
-	setDeploymentStatus(t, &c.dep, 5)
+	setDeploymentStatus(t, c.dep, 5)
 	waitForStatus(FaseListo, 5, metav1.ConditionTrue, kstatus.CurrentStatus)
 }
 
@@ -311,7 +322,7 @@ func kstatusOf(t *testing.T, p *Promocion) kstatus.Status {
 // the Promocion and of its children stay as they were.
 func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 	p, c, stop := runningPromocion(t)
-	setDeploymentStatus(t, &c.dep, 3)
+	setDeploymentStatus(t, c.dep, 3)
 	eventually(t, "Listo", func() error {
 		if f := getPromocion(t, p).Status.Fase; f != FaseListo {
 			return fmt.Errorf("fase %q", f)
@@ -319,7 +330,7 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 		return nil
 	})
 	// Someone else's additions are not the operator's business.
-	if err := k8sClient.Patch(ctx, &c.dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"equipo":"marketing"}}}`))); err != nil {
+	if err := k8sClient.Patch(ctx, c.dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"equipo":"marketing"}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(); err != nil {
@@ -542,7 +553,7 @@ func TestLeavesOthersObjectsAlone(t *testing.T) {
 			inTheWay := map[string]bool{}
 			errorsBefore := map[string]float64{}
 			for _, obj := range theirs {
-				kind := kindOf(t, obj)
+				kind := kindName(t, obj)
 				inTheWay[kind] = true
 				errorsBefore[kind] = testutil.ToFloat64(applyErrors.WithLabelValues(kind, tc.reason))
 			}
@@ -583,18 +594,18 @@ func TestLeavesOthersObjectsAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !equality.Semantic.DeepEqual(now, obj) {
-					t.Errorf("%s %s changed (resourceVersion %s to %s):\nbefore %+v\nafter  %+v", kindOf(t, obj), obj.GetName(),
+					t.Errorf("%s %s changed (resourceVersion %s to %s):\nbefore %+v\nafter  %+v", kindName(t, obj), obj.GetName(),
 						obj.GetResourceVersion(), now.GetResourceVersion(), obj, now)
 				}
 			}
 			// The children not in the way are made, and are the Promocion's.
 			for _, child := range []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pagos-html"}},
 				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pagos"}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pagos"}}} {
-				if inTheWay[kindOf(t, child)] {
+				if inTheWay[kindName(t, child)] {
 					continue
 				}
 				child.SetNamespace(ns)
-				eventually(t, fmt.Sprintf("the %s is made", kindOf(t, child)), func() error {
+				eventually(t, fmt.Sprintf("the %s is made", kindName(t, child)), func() error {
 					if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
 						return err
 					}
@@ -620,7 +631,7 @@ func createAll(t *testing.T, ns string, objs ...client.Object) []client.Object {
 	return objs
 }
 
-func kindOf(t *testing.T, obj client.Object) string {
+func kindName(t *testing.T, obj client.Object) string {
 	t.Helper()
 	gvk, err := apiutil.GVKForObject(obj, k8sClient.Scheme())
 	if err != nil {
@@ -656,7 +667,7 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 			}
 			uids := map[string]types.UID{}
 			for _, obj := range c.objects() {
-				uids[kindOf(t, obj)] = obj.GetUID()
+				uids[kindName(t, obj)] = obj.GetUID()
 				if tc.stripOwners {
 					if err := k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`))); err != nil {
 						t.Fatal(err)
@@ -681,10 +692,10 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 				}
 				for _, obj := range c.objects() {
 					if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != p.UID {
-						return fmt.Errorf("%s controlled by %+v", kindOf(t, obj), ref)
+						return fmt.Errorf("%s controlled by %+v", kindName(t, obj), ref)
 					}
-					if obj.GetUID() != uids[kindOf(t, obj)] {
-						return fmt.Errorf("%s was made anew, not taken back", kindOf(t, obj))
+					if obj.GetUID() != uids[kindName(t, obj)] {
+						return fmt.Errorf("%s was made anew, not taken back", kindName(t, obj))
 					}
 				}
 				if !strings.Contains(c.cm.Data[pageKey], "<h1>Después</h1>") {
@@ -708,13 +719,13 @@ func TestManagerStopsCleanly(t *testing.T) {
 		t.Errorf("goroutines of the controller outlived the manager:\n%s", stacks)
 	}
 	// And nothing acts on the world any more.
-	if err := k8sClient.Delete(ctx, &c.svc); err != nil {
+	if err := k8sClient.Delete(ctx, c.svc); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing can say "I did nothing" but time: a running operator makes the
 	// Service again within milliseconds (TestDeletedChildrenComeBack), so 2 s is ample.
 	time.Sleep(2 * time.Second)
-	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&c.svc), &corev1.Service{}); !apierrors.IsNotFound(err) {
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.svc), &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Service came back after the manager stopped: %v", err)
 	}
 }

@@ -44,6 +44,8 @@ const (
 	ConditionStalled     = "Stalled"
 )
 
+// PromocionSpec is what the user asks for: the page's banner and how many web
+// server pods serve it. It belongs to the user; the operator never writes it.
 type PromocionSpec struct {
 	// Banner is the text shown on the page.
 	Banner string `json:"banner"`
@@ -52,6 +54,9 @@ type PromocionSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
+// PromocionStatus is how it goes, written by the operator alone, through the
+// status subresource: the ready pods, the fase, and conditions for tools that
+// wait (kubectl wait, kstatus).
 type PromocionStatus struct {
 	// Replicas and Selector serve the scale subresource.
 	Replicas int32  `json:"replicas,omitempty"`
@@ -63,6 +68,9 @@ type PromocionStatus struct {
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// Promocion is the custom resource of manifiestos/crd.yaml: a banner and a
+// replica count, from which the operator makes a page, a web server and a
+// Service. The embedded TypeMeta and ObjectMeta make it a Kubernetes object.
 type Promocion struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -71,6 +79,7 @@ type Promocion struct {
 	Status PromocionStatus `json:"status,omitempty"`
 }
 
+// PromocionList is what a list of Promociones decodes into.
 type PromocionList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// PromocionReconciler brings a Promocion's children to what its spec asks for.
+type PromocionReconciler struct {
+	client.Client
+	// APIReader reads straight from the API server. The cache holds only the
+	// children the operator labelled; a child whose labels were removed by hand
+	// is found through this.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	WebImage  string
+}
+
+// Reconcile is called with the name of a Promocion that needs attention, and
+// finds out for itself how the world looks: it makes each child what the
+// Promocion asks for (childKinds, in children.go), then writes in the status
+// how the rollout goes, once, and only if that changed. A Promocion that is
+// gone or going is left to the garbage collector.
+func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+	defer cancel()
+
+	var promo Promocion
+	if err := r.Get(ctx, req.NamespacedName, &promo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !promo.DeletionTimestamp.IsZero() {
+		// The garbage collector is removing the children; recreating them would fight it.
+		return ctrl.Result{}, nil
+	}
+
+	defer log.FromContext(ctx).V(1).Info("Reconciled")
+	dep, err := r.applyChildren(ctx, &promo)
+	if some(err, namespaceTerminating) {
+		// The namespace is being deleted, and this Promocion with it. The API
+		// server refuses new children there, and they would fight the deletion.
+		return ctrl.Result{}, nil
+	}
+	if !onlyConflicts(err) {
+		// The status reports what happened, failures included.
+		status := computeStatus(&promo, dep, err, metav1.Now())
+		err = errors.Join(err, r.updateStatus(ctx, &promo, status))
+	}
+	if onlyConflicts(err) {
+		// The cache was behind the API server. The watch event bringing the newer
+		// version queues this Promocion again: routine, so not logged as an error.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// reconcileTimeout bounds one reconcile. A reconcile is not cut short when the
+// manager stops, so that SIGTERM leaves no half-applied Promocion; this bounds
+// how long it can hold the shutdown up.
+const reconcileTimeout = 10 * time.Second
+
+// SetupWithManager watches Promociones, and the children they own: a change to
+// any child queues its Promocion. Each child's watch is the lesson's Owns (the
+// same handler, EnqueueRequestForOwner of the controller owner), wrapped so
+// that a deleted child's Promocion goes ahead of the queue.
+func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner())}
+	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{})
+	for _, k := range childKinds {
+		b = b.Watches(k.New(), owns)
+	}
+	return b.Named("promocion").Complete(r)
+}
+
+// applyChildren makes every child what the Promocion asks for, and tells what
+// it changed in one Event. It tries them all even when one fails, and returns
+// the Deployment only if it is the Promocion's own.
+func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocion) (*appsv1.Deployment, error) {
+	var changes []childChange
+	var related runtime.Object
+	var dep *appsv1.Deployment
+	var errs []error
+	for _, k := range childKinds {
+		child, change, err := r.applyChild(ctx, promo, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if change != nil {
+			changes = append(changes, *change)
+			related = child
+		}
+		if d, ok := child.(*appsv1.Deployment); ok {
+			dep = d
+		}
+	}
+	if len(changes) > 0 {
+		if len(changes) > 1 {
+			related = nil // the note names them all
+		}
+		reason, note := describeChanges(changes)
+		log.FromContext(ctx).Info("Changed children", "reason", reason, "note", note)
+		r.Recorder.Eventf(promo, related, corev1.EventTypeNormal, reason, "Apply", "%s", note)
+	}
+	return dep, errors.Join(errs...)
+}
+
+// applyChild is CreateOrUpdate of one child, with the Promocion as its
+// controller. It returns what it changed, if anything; a failure is also a
+// Warning Event. An object of the child's name that is not the Promocion's to
+// write (claim, in children.go) fails the mutate function, before any write.
+func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, k childKind) (client.Object, *childChange, error) {
+	name := k.Name(promo)
+	createOrUpdate := func(c client.Client) (client.Object, controllerutil.OperationResult, error) {
+		child := k.New()
+		child.SetName(name)
+		child.SetNamespace(promo.Namespace)
+		op, err := controllerutil.CreateOrUpdate(ctx, c, child, func() error {
+			if err := claim(child, k.Kind, promo); err != nil {
+				return err
+			}
+			if err := controllerutil.SetControllerReference(promo, child, r.Scheme); err != nil {
+				return err
+			}
+			k.Mutate(child, promo, r.WebImage)
+			return nil
+		})
+		return child, op, err
+	}
+	child, op, err := createOrUpdate(r.Client)
+	if apierrors.IsAlreadyExists(err) {
+		// It exists but the cache cannot see it: it lacks the operator's
+		// labels (removed by hand, or never the operator's).
+		child, op, err = createOrUpdate(directReads{r.Client, r.APIReader})
+	}
+
+	switch {
+	case apierrors.IsConflict(err):
+		return nil, nil, err // routine: Reconcile requeues, without an event if nothing else failed
+	case err != nil:
+		countApplyError(k.Kind, err)
+		err = fmt.Errorf("%s %s: %w", k.Kind, name, err)
+		if !namespaceTerminating(err) { // an Event there would be refused too
+			reason, msg := explainApplyError(err)
+			r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
+		}
+		return nil, nil, err
+	case op == controllerutil.OperationResultNone:
+		return child, nil, nil
+	case isDrift(promo):
+		driftCorrections.WithLabelValues(k.Kind).Inc()
+	}
+	return child, &childChange{Created: op == controllerutil.OperationResultCreated, Kind: k.Kind, Name: name}, nil
+}
+
+// directReads is a client whose reads skip the cache.
+type directReads struct {
+	client.Client
+	reader client.Reader
+}
+
+func (d directReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return d.reader.Get(ctx, key, obj, opts...)
+}
+
+// updateStatus writes the status subresource, and only when it changed.
+func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion, status PromocionStatus) error {
+	if equality.Semantic.DeepEqual(promo.Status, status) {
+		return nil
+	}
+	before := promo.Status // computeStatus built status on a copy: this one is untouched
+	promo.Status = status
+	if err := r.Status().Update(ctx, promo); err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	observeListo(before, status, time.Now())
+	return nil
+}
+
+// repairPriority is a repair's place in controller-runtime's priority queue:
+// above new and changed Promociones (0) and resyncs (handler.LowPriority).
+const repairPriority = 100
+
+// repairFirst queues the owner of a deleted child at repairPriority: a live
+// shop without its Service is an outage now, while a thousand new Promociones
+// in the queue are only waiting. Other events keep their usual priority.
+type repairFirst struct{ handler.EventHandler }
+
+func (h repairFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		q = atPriority{pq, repairPriority}
+	}
+	h.EventHandler.Delete(ctx, e, q)
+}
+
+// atPriority is a priority queue whose Add puts items at one priority.
+type atPriority struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	priority int
+}
+
+func (q atPriority) Add(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &q.priority}, item)
+}
