@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 )
 
 // report writes the run as Markdown: every figure in it comes from b.res.
@@ -27,7 +26,7 @@ func benchReport(data, report string) error {
 		fmt.Print(reportOf(&res))
 		return nil
 	}
-	return splice(report, "bench", reportOf(&res))
+	return Splice(report, "bench", reportOf(&res))
 }
 
 // reportOf writes a run's results as Markdown; `make bench-report` writes it
@@ -464,12 +463,4 @@ func (r *reportWriter) cluster() {
 		r.f("- **%s**: `%s`\n", c.Name, c.Args)
 	}
 	r.f("\n")
-}
-
-// ms prints a duration in milliseconds, or seconds from 10 s up.
-func ms(d time.Duration) string {
-	if d < 10*time.Second {
-		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
 }

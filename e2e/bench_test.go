@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -50,7 +49,7 @@ func TestBench(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		seed = s
 	}
-	b := &bench{lesson: newLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
+	b := &bench{Lesson: NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
 		res: &results{Scale: sc.name, Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
@@ -90,7 +89,7 @@ func TestBench(t *testing.T) {
 		t.Errorf("dropping the recovery section left some of it: parts %q, %d samples", again.Parts, len(again.Recovery))
 	}
 	if file := os.Getenv("BENCH_REPORT"); file != "" {
-		if err := splice(file, "bench", b.report()); err != nil {
+		if err := Splice(file, "bench", b.report()); err != nil {
 			t.Error(err)
 		}
 	}
@@ -112,11 +111,11 @@ func (b *bench) part(sections string) string {
 func (b *bench) joinEarlier(dir string) {
 	raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json"))
 	if err != nil {
-		b.t.Fatalf("BENCH_SECTIONS adds to an earlier run's results: %v", err)
+		b.T.Fatalf("BENCH_SECTIONS adds to an earlier run's results: %v", err)
 	}
 	var earlier results
 	if err := json.Unmarshal(raw, &earlier); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	for _, name := range strings.Split(os.Getenv("BENCH_SECTIONS"), ",") {
 		earlier.drop(name)
@@ -154,11 +153,11 @@ func (b *bench) write(dir string) {
 	b.res.Took = time.Since(b.started).Round(time.Second).String()
 	data, err := json.MarshalIndent(b.res, "", " ")
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	for name, content := range map[string][]byte{"bench-results.md": []byte(b.report()), "bench-results.json": data} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 	}
 }
@@ -167,14 +166,14 @@ func (b *bench) write(dir string) {
 // module: gonum stays out of the operator's go.mod), and checks each is there.
 func (b *bench) plots(dir string) {
 	cmd := exec.Command("go", "run", ".", dir)
-	cmd.Dir = filepath.Join(b.root, "hack", "plots")
+	cmd.Dir = filepath.Join(b.Root, "hack", "plots")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.t.Fatalf("hack/plots: %v\n%s", err, out)
+		b.T.Fatalf("hack/plots: %v\n%s", err, out)
 	}
 	for _, name := range []string{"recovery-ConfigMap", "recovery-Deployment", "recovery-Service", "convergence", "rss"} {
 		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
 		if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "operador-promociones") {
-			b.t.Errorf("hack/plots drew no %s.svg with this operator's line in it: %v", name, err)
+			b.T.Errorf("hack/plots drew no %s.svg with this operator's line in it: %v", name, err)
 		}
 	}
 }
@@ -225,7 +224,7 @@ type candidate struct {
 }
 
 type bench struct {
-	*lesson
+	*Lesson
 	sc         scale
 	started    time.Time
 	rnd        *rand.Rand
@@ -339,13 +338,13 @@ var clusterComponents = []string{"etcd", "kube-apiserver", "kube-controller-mana
 
 // processCPU is the CPU time so far of the cluster's components, the operator
 // o (if any) and the harness itself.
-func (b *bench) processCPU(o *operator) map[string]float64 {
-	cpu := map[string]float64{"harness": cpuOf(b.t, os.Getpid())}
+func (b *bench) processCPU(o *Operator) map[string]float64 {
+	cpu := map[string]float64{"harness": cpuOf(b.T, os.Getpid())}
 	for _, name := range clusterComponents {
-		cpu[name] = cpuOf(b.t, b.componentPid(name))
+		cpu[name] = cpuOf(b.T, b.componentPid(name))
 	}
 	if o != nil {
-		cpu["operator"] = o.cpuSeconds(b.t)
+		cpu["operator"] = o.cpuSeconds(b.T)
 	}
 	return cpu
 }
@@ -353,13 +352,13 @@ func (b *bench) processCPU(o *operator) map[string]float64 {
 // componentPid is the process of a cluster component, as hack/cluster.sh
 // recorded it.
 func (b *bench) componentPid(name string) int {
-	raw, err := os.ReadFile(filepath.Join(env.clusterDir, "pids", name))
+	raw, err := os.ReadFile(filepath.Join(Env.ClusterDir, "pids", name))
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	if err != nil {
-		b.t.Fatalf("pids/%s: %v", name, err)
+		b.T.Fatalf("pids/%s: %v", name, err)
 	}
 	return pid
 }
@@ -368,10 +367,10 @@ func (b *bench) componentPid(name string) int {
 func (b *bench) commandLine(name string) string {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.componentPid(name)))
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")[1:]
-	return strings.ReplaceAll(strings.Join(args, " "), env.clusterDir, "$CLUSTER_DIR")
+	return strings.ReplaceAll(strings.Join(args, " "), Env.ClusterDir, "$CLUSTER_DIR")
 }
 
 func machine() string {
@@ -414,44 +413,29 @@ func load1() float64 {
 
 // identities gives each candidate its ServiceAccount.
 func (b *bench) identities() {
-	b.identity("bench-operador")
-	rbac := filepath.Join(b.root, "e2e", "testdata", "bench-rbac.yaml")
-	b.kubectl("apply", "-f", rbac)
-	b.t.Cleanup(func() { _, _ = b.tryKubectl("delete", "--ignore-not-found", "-f", rbac) })
+	b.Identity("bench-operador")
+	rbac := filepath.Join(b.Root, "e2e", "testdata", "bench-rbac.yaml")
+	b.Kubectl("apply", "-f", rbac)
+	b.T.Cleanup(func() { _, _ = b.TryKubectl("delete", "--ignore-not-found", "-f", rbac) })
 	b.candidates = map[string]*candidate{
-		oursKey:    {key: oursKey, user: "system:serviceaccount:default:bench-operador", binary: env.operator},
-		leccionKey: {key: leccionKey, user: "system:serviceaccount:default:bench-leccion", binary: env.leccion},
+		oursKey:    {key: oursKey, user: "system:serviceaccount:default:bench-operador", binary: Env.Operator},
+		leccionKey: {key: leccionKey, user: "system:serviceaccount:default:bench-leccion", binary: Env.Leccion},
 		plainKey:   {key: plainKey, user: "system:serviceaccount:default:bench-plain"},
 	}
 	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[oursKey], "bench-leccion": b.candidates[leccionKey], "bench-plain": b.candidates[plainKey]} {
-		c.kubeconfig = b.serviceAccountKubeconfig(sa)
+		c.kubeconfig = b.ServiceAccountKubeconfig(sa)
 	}
-	b.candidates[plainKey].c = b.clientFor(b.candidates[plainKey].kubeconfig)
-	b.flooder = b.clientFor(b.serviceAccountKubeconfig("bench-flood"))
-	b.usuario = b.serviceAccountKubeconfig("bench-usuario")
-}
-
-// clientFor is a client with kubeconfig's identity and, like the operators,
-// no client-side rate limit.
-func (b *bench) clientFor(kubeconfig string) client.WithWatch {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.NewWithWatch(cfg, client.Options{})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return c
+	b.candidates[plainKey].c = b.ClientFor(b.candidates[plainKey].kubeconfig)
+	b.flooder = b.ClientFor(b.ServiceAccountKubeconfig("bench-flood"))
+	b.usuario = b.ServiceAccountKubeconfig("bench-usuario")
 }
 
 // startCandidate starts an operator candidate as its ServiceAccount, watching
 // every namespace, and waits until its workers run.
-func (b *bench) startCandidate(c *candidate, who string, args ...string) *operator {
-	b.t.Helper()
-	o := b.start(launch{who: c.key + "-" + who, binary: c.binary, kubeconfig: c.kubeconfig, args: args, flagless: c.key == leccionKey})
-	b.waitForLog(o, "its workers started", `Starting workers`)
+func (b *bench) startCandidate(c *candidate, who string, args ...string) *Operator {
+	b.T.Helper()
+	o := b.Start(Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: c.key == leccionKey})
+	b.WaitForLog(o, "its workers started", `Starting workers`)
 	return o
 }
 
@@ -475,17 +459,17 @@ type template struct {
 
 // makeTemplate lets the operator make one Promocion's children and status.
 func (b *bench) makeTemplate() {
-	ns := b.namespace("bench-template")
+	ns := b.Namespace("bench-template")
 	o := b.startCandidate(b.candidates[oursKey], "template")
-	b.createPromociones(ns, 1, 1)
-	b.waitListo(ns, 1)
-	o.stop(b.t)
+	b.CreatePromociones(ns, 1, 1)
+	b.WaitListo(ns, 1)
+	o.Stop(b.T)
 	ctx := context.Background()
-	p := promocion(ns, 0, 1)
+	p := Promocion(ns, 0, 1)
 	var evs eventsv1.EventList
-	for _, err := range []error{b.c.Get(ctx, client.ObjectKeyFromObject(p), p), b.c.List(ctx, &evs, client.InNamespace(ns))} {
+	for _, err := range []error{b.C.Get(ctx, client.ObjectKeyFromObject(p), p), b.C.List(ctx, &evs, client.InNamespace(ns))} {
 		if err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 	}
 	b.template = &template{promo: p}
@@ -498,9 +482,9 @@ func (b *bench) makeTemplate() {
 		}
 	}
 	if len(b.template.objects) != 4 {
-		b.t.Fatalf("the operator made %d objects for the template Promocion, want 3 children and 1 Event", len(b.template.objects))
+		b.T.Fatalf("the operator made %d objects for the template Promocion, want 3 children and 1 Event", len(b.template.objects))
 	}
-	b.deleteNamespace(ns)
+	b.DeleteNamespace(ns)
 }
 
 // copyFor is obj as the operator would make it for Promocion p: the
@@ -566,8 +550,8 @@ func (b *bench) firstChildren(ns string) []child {
 		{"Service", &corev1.ServiceList{}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
 	}
 	for _, c := range children {
-		if err := b.c.Get(context.Background(), client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
-			b.t.Fatal(err)
+		if err := b.C.Get(context.Background(), client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
+			b.T.Fatal(err)
 		}
 	}
 	return children
@@ -584,7 +568,7 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 	pc := b.candidates[plainKey].c
 	w, err := pc.(client.WithWatch).Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	ready := make(chan string, n)
 	// Each Promocion's Listo goes after its Desplegando, which closes its channel.
@@ -609,9 +593,9 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 		}
 	}()
 	go func() {
-		if err := parallelErr(n, g, func(i int) error {
-			p := promocion(ns, i, replicas)
-			if err := b.c.Create(ctx, p); err != nil {
+		if err := ParallelErr(n, g, func(i int) error {
+			p := Promocion(ns, i, replicas)
+			if err := b.C.Create(ctx, p); err != nil {
 				return err
 			}
 			for _, tmpl := range b.template.objects {
@@ -622,7 +606,7 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 			defer close(desplegando[p.GetName()])
 			return pc.Status().Patch(ctx, p, b.template.status("Desplegando", 0))
 		}); err != nil {
-			b.t.Errorf("the plain client: %v", err)
+			b.T.Errorf("the plain client: %v", err)
 		}
 	}()
 	go func() {
@@ -633,10 +617,10 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 			wg.Go(func() {
 				defer func() { <-sem }()
 				<-desplegando[name]
-				p := promocion(ns, 0, replicas)
+				p := Promocion(ns, 0, replicas)
 				p.SetName(name)
 				if err := pc.Status().Patch(ctx, p, b.template.status("Listo", int64(replicas))); err != nil {
-					b.t.Errorf("the plain client's status Listo of %s: %v", name, err)
+					b.T.Errorf("the plain client's status Listo of %s: %v", name, err)
 				}
 			})
 		}
@@ -720,12 +704,12 @@ func (t *tally) set(name string, v bool) {
 func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, listed chan struct{}, f func(client.Object) bool) error {
 	for first := true; ctx.Err() == nil; first = false {
 		l := list.DeepCopyObject().(client.ObjectList)
-		err := b.c.List(ctx, l, client.InNamespace(ns))
+		err := b.C.List(ctx, l, client.InNamespace(ns))
 		if first && listed != nil {
 			close(listed)
 		}
 		if err != nil {
-			b.logf("listing %T in %s: %v", list, ns, err)
+			b.Logf("listing %T in %s: %v", list, ns, err)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -738,14 +722,14 @@ func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, l
 				return nil
 			}
 		}
-		w, err := b.c.Watch(ctx, l, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
+		w, err := b.C.Watch(ctx, l, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
 		if err != nil {
-			b.logf("watching %T in %s: %v", list, ns, err)
+			b.Logf("watching %T in %s: %v", list, ns, err)
 			continue
 		}
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
-				b.logf("the watch of %T in %s ended: %v", list, ns, ev.Object)
+				b.Logf("the watch of %T in %s ended: %v", list, ns, ev.Object)
 				break
 			}
 			if o, ok := ev.Object.(client.Object); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && f(o) {
@@ -755,7 +739,7 @@ func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, l
 		}
 		w.Stop()
 		if ctx.Err() == nil {
-			b.logf("watching %T in %s again", list, ns)
+			b.Logf("watching %T in %s again", list, ns)
 		}
 	}
 	return ctx.Err()
@@ -781,23 +765,23 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	defer b.resetCluster("off")
-	ns := b.namespace(fmt.Sprintf("bench-rec-%s-%d", c.key, r))
+	ns := b.Namespace(fmt.Sprintf("bench-rec-%s-%d", c.key, r))
 	b.res.Noise = append(b.res.Noise, noise{calibrate(), load1()})
 	// The shops: sc.samples Promociones, live before any child is deleted.
-	var o *operator
+	var o *Operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("recovery-%d", r))
-		defer o.stop(b.t)
-		b.createPromociones(ns, b.sc.samples, 0)
+		defer o.Stop(b.T)
+		b.CreatePromociones(ns, b.sc.samples, 0)
 	} else {
 		b.plainConverge(ctx, ns, b.sc.samples, 0, 32)
 	}
-	b.waitListo(ns, b.sc.samples)
+	b.WaitListo(ns, b.sc.samples)
 	shops := make([]*unstructured.Unstructured, b.sc.samples)
 	for i := range shops {
-		shops[i] = promocion(ns, i, 0)
-		if err := b.c.Get(ctx, client.ObjectKeyFromObject(shops[i]), shops[i]); err != nil {
-			b.t.Fatal(err)
+		shops[i] = Promocion(ns, i, 0)
+		if err := b.C.Get(ctx, client.ObjectKeyFromObject(shops[i]), shops[i]); err != nil {
+			b.T.Fatal(err)
 		}
 	}
 	// The plain client's recreation of child j (in firstChildren's order) of p.
@@ -816,7 +800,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	before := b.insideOf(o)
 	for range b.sc.samples {
 		for j, k := range kinds {
-			record(k.name, false, false, recreationTime(b.t, b.c, k.list, k.obj.DeepCopyObject().(client.Object), recreate(j, shops[0])))
+			record(k.name, false, false, RecreationTime(b.T, b.C, k.list, k.obj.DeepCopyObject().(client.Object), recreate(j, shops[0])))
 			time.Sleep(20 * time.Millisecond) // each recovery alone, not in the wake of the last
 		}
 	}
@@ -830,24 +814,24 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 
 	// Under load: sc.load Promociones created at once in another namespace and,
 	// once they all exist, every shop loses its three children at once.
-	loadNS := b.namespace(fmt.Sprintf("bench-rec-load-%s-%d", c.key, r))
+	loadNS := b.Namespace(fmt.Sprintf("bench-rec-load-%s-%d", c.key, r))
 	seen := make(chan struct{})
 	done := b.watchFinish(ctx, loadNS, b.sc.load, seen)
 	var converged atomic.Pointer[time.Time]
 	go func() {
 		f, err := done()
 		if err != nil {
-			b.t.Error(err)
+			b.T.Error(err)
 			return
 		}
 		converged.Store(&f.listo)
 	}()
 	if c.binary != "" {
 		go func() {
-			if err := parallelErr(b.sc.load, 32, func(i int) error {
-				return b.c.Create(ctx, promocion(loadNS, i, 0))
+			if err := ParallelErr(b.sc.load, 32, func(i int) error {
+				return b.C.Create(ctx, Promocion(loadNS, i, 0))
 			}); err != nil {
-				b.t.Errorf("creating the load: %v", err)
+				b.T.Errorf("creating the load: %v", err)
 			}
 		}()
 	} else {
@@ -856,10 +840,10 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	select {
 	case <-seen:
 	case <-ctx.Done():
-		b.t.Fatalf("the load's %d Promociones were not all created", b.sc.load)
+		b.T.Fatalf("the load's %d Promociones were not all created", b.sc.load)
 	}
 	samples := b.burst(ctx, ns, shops, recreate)
-	b.waitFor("the load converged", 10*time.Minute, 100*time.Millisecond, func() error {
+	b.WaitFor("the load converged", 10*time.Minute, 100*time.Millisecond, func() error {
 		if converged.Load() == nil {
 			return fmt.Errorf("not yet")
 		}
@@ -887,8 +871,8 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 	started := map[key]time.Time{}
 	for _, k := range kinds {
 		list := k.list.DeepCopyObject().(client.ObjectList)
-		if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			b.t.Fatal(err)
+		if err := b.C.List(ctx, list, client.InNamespace(ns)); err != nil {
+			b.T.Fatal(err)
 		}
 		items, _ := meta.ExtractList(list)
 		for _, it := range items {
@@ -919,7 +903,7 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 	}
 	watching.Wait()
 	order := b.rnd.Perm(len(shops))
-	if err := parallelErr(len(shops), 32, func(i int) error {
+	if err := ParallelErr(len(shops), 32, func(i int) error {
 		p := shops[order[i]]
 		for j, k := range kinds {
 			obj := k.obj.DeepCopyObject().(client.Object)
@@ -928,7 +912,7 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 			mu.Lock()
 			started[key{k.name, obj.GetName()}] = time.Now()
 			mu.Unlock()
-			if err := b.c.Delete(ctx, obj); err != nil {
+			if err := b.C.Delete(ctx, obj); err != nil {
 				return err
 			}
 			if re := recreate(j, p); re != nil {
@@ -939,23 +923,23 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 		}
 		return nil
 	}); err != nil {
-		b.t.Fatalf("the burst of deletions: %v", err)
+		b.T.Fatalf("the burst of deletions: %v", err)
 	}
 	back.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(out) != 3*len(shops) {
-		b.t.Fatalf("%d of the burst's %d children came back", len(out), 3*len(shops))
+		b.T.Fatalf("%d of the burst's %d children came back", len(out), 3*len(shops))
 	}
 	return out
 }
 
 // insideOf reads the totals that inside's means are made of (nil: none).
-func (b *bench) insideOf(o *operator) inside {
+func (b *bench) insideOf(o *Operator) inside {
 	if o == nil {
 		return inside{}
 	}
-	sum := func(name string, match func(string) bool) float64 { return o.metric(name, match) }
+	sum := func(name string, match func(string) bool) float64 { return o.Metric(name, match) }
 	ours := func(l string) bool {
 		return strings.Contains(l, `controller="promocion"`) || strings.Contains(l, `name="promocion"`)
 	}
@@ -967,41 +951,6 @@ func (b *bench) insideOf(o *operator) inside {
 		WaitMs:      1000 * sum("controller_runtime_client_consistency_wait_duration_seconds_sum", gets),
 		Gets:        sum("controller_runtime_client_consistency_wait_duration_seconds_count", gets),
 	}
-}
-
-// recreationTime deletes obj and returns the time until the watch shows a new
-// one (another UID): the operator's, or the one recreate makes once the
-// delete has returned.
-func recreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, obj client.Object, recreate func() error) time.Duration {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatal(err)
-	}
-	old := obj.GetUID()
-	w, err := c.Watch(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"metadata.name": obj.GetName()},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: obj.GetResourceVersion()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	start := time.Now()
-	if err := c.Delete(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
-	if recreate != nil {
-		if err := recreate(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for ev := range w.ResultChan() {
-		if o, ok := ev.Object.(client.Object); ok && ev.Type == watch.Added && o.GetUID() != old {
-			return time.Since(start)
-		}
-	}
-	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), timeout)
-	return 0
 }
 
 // ----- 2. convergence -----
@@ -1016,20 +965,20 @@ func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, 
 // convergeThen is converge, with etcdFsync ("on" or "off") for the cluster
 // that the next run starts from.
 func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64), etcdFsync string) run {
-	b.t.Helper()
+	b.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	ns := fmt.Sprintf("bench-%s-%s-%d-%d", section, c.key, n, repeat)
 	if variant != "" { // flags make too long a name (63 characters at most): a digest of them
 		ns += fmt.Sprintf("-%x", sha256.Sum256([]byte(variant)))[:9]
 	}
-	b.namespace(ns)
+	b.Namespace(ns)
 	r := run{Section: section, Candidate: c.key, Variant: variant, N: n, Replicas: replicas, Repeat: repeat, Calibration: calibrate(), Load1: load1()}
-	var o *operator
+	var o *Operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("%s-%d-%d", section, n, repeat), args...)
 	}
-	auditFrom := b.auditSize()
+	auditFrom := b.AuditSize()
 	requests := b.apiRequests()
 	wait := b.watchFinish(ctx, ns, n, nil)
 	cpuFrom := b.processCPU(o)
@@ -1039,13 +988,13 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	}
 	start := time.Now()
 	if o != nil {
-		b.createPromociones(ns, n, replicas)
+		b.CreatePromociones(ns, n, replicas)
 	} else {
 		b.plainConverge(ctx, ns, n, replicas, 32)
 	}
 	f, err := wait()
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	r.Written, r.Listo = f.written.Sub(start).Seconds(), f.listo.Sub(start).Seconds()
 	r.CPUToListo = b.processCPU(o)
@@ -1054,20 +1003,20 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	}
 	side.Wait()
 	if o != nil {
-		b.waitIdle(o)
-		r.CPUSeconds = o.cpuSeconds(b.t)
-		r.PeakMiB, _ = o.rss(b.t)
+		b.WaitIdle(o)
+		r.CPUSeconds = o.cpuSeconds(b.T)
+		r.PeakMiB, _ = o.RSS(b.T)
 		time.Sleep(5 * time.Second) // the measurement: memory once the burst has passed
-		_, r.SettledMiB = o.rss(b.t)
+		_, r.SettledMiB = o.RSS(b.T)
 	}
 	r.APIRequests = b.apiRequests() - requests
-	b.auditFlushed()
-	for _, w := range b.auditFrom(auditFrom, func(r request) bool { return r.user == c.user }) {
-		switch res, _, _ := strings.Cut(w.object, "/"); {
-		case w.code == 409:
+	b.AuditFlushed()
+	for _, w := range b.AuditFrom(auditFrom, func(r Request) bool { return r.User == c.user }) {
+		switch res, _, _ := strings.Cut(w.Object, "/"); {
+		case w.Code == 409:
 			r.Conflicts++
-		case w.code >= 300:
-		case strings.HasSuffix(w.uri, "/status"):
+		case w.Code >= 300:
+		case strings.HasSuffix(w.URI, "/status"):
 			r.Status++
 		case res == "events":
 			r.Events++
@@ -1075,7 +1024,7 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 			r.Leases++
 		case res == "configmaps" || res == "deployments" || res == "services":
 			r.Children++
-			if w.verb != "create" {
+			if w.Verb != "create" {
 				r.ChildUpdates++
 			}
 		default:
@@ -1083,11 +1032,11 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		}
 	}
 	if o != nil {
-		o.stop(b.t)
+		o.Stop(b.T)
 	}
 	b.resetCluster(etcdFsync)
 	b.res.Runs = append(b.res.Runs, r)
-	b.logf("%s %s n=%d %s: written %.1f s, Listo %.1f s, %d+%d writes", section, c.key, n, variant, r.Written, r.Listo, r.Children, r.Status)
+	b.Logf("%s %s n=%d %s: written %.1f s, Listo %.1f s, %d+%d writes", section, c.key, n, variant, r.Written, r.Listo, r.Children, r.Status)
 	return r
 }
 
@@ -1129,10 +1078,10 @@ func (b *bench) contention() {
 
 // floodData is what the flooding client lists: 1000 ConfigMaps of 10 KB.
 func (b *bench) floodData() {
-	ns := b.namespace("bench-flood-data")
+	ns := b.Namespace("bench-flood-data")
 	page := strings.Repeat("x", 10*1024)
-	b.parallel(1000, 32, func(i int) error {
-		return b.c.Create(context.Background(), &corev1.ConfigMap{
+	b.Parallel(1000, 32, func(i int) error {
+		return b.C.Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("flood-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
 	})
 }
@@ -1141,7 +1090,7 @@ func (b *bench) floodData() {
 // second in, times a team's user applying ConfigMaps with kubectl; it
 // returns the apply's seconds (the flood's rate goes to the log and notes).
 func (b *bench) sideApply(ns string) float64 {
-	b.namespace(ns)
+	b.Namespace(ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	var lists atomic.Int64
 	var wg sync.WaitGroup
@@ -1160,20 +1109,20 @@ func (b *bench) sideApply(ns string) float64 {
 	for i := range b.sc.sideApply {
 		fmt.Fprintf(&objs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: usuario-%d, namespace: %s}\ndata: {k: v}\n", i, ns)
 	}
-	file := filepath.Join(b.tmp, ns+".yaml")
+	file := filepath.Join(b.Tmp, ns+".yaml")
 	if err := os.WriteFile(file, []byte(objs.String()), 0o644); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	start := time.Now()
-	cmd := exec.Command(b.kubectlBin, "apply", "-f", file)
+	cmd := exec.Command(b.KubectlBin, "apply", "-f", file)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.usuario)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.t.Fatalf("kubectl apply as a user: %v\n%s", err, out)
+		b.T.Fatalf("kubectl apply as a user: %v\n%s", err, out)
 	}
 	took := time.Since(start)
 	cancel()
 	wg.Wait()
-	b.logf("%s: the user's apply of %d ConfigMaps took %s; the flood got %.0f lists/s", ns, b.sc.sideApply, took, float64(lists.Load())/(took.Seconds()+1))
+	b.Logf("%s: the user's apply of %d ConfigMaps took %s; the flood got %.0f lists/s", ns, b.sc.sideApply, took, float64(lists.Load())/(took.Seconds()+1))
 	return took.Seconds()
 }
 
@@ -1217,16 +1166,16 @@ func (b *bench) saveCluster() {
 func (b *bench) resetCluster(fsync string) {
 	b.clusterSh("restore", fsync)
 	ctx := context.Background()
-	ns := b.namespace("bench-probe")
+	ns := b.Namespace("bench-probe")
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "probe"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe"}}}}}}
-	if err := b.c.Create(ctx, d); err != nil {
-		b.t.Fatal(err)
+	if err := b.C.Create(ctx, d); err != nil {
+		b.T.Fatal(err)
 	}
-	b.eventually("the control plane makes a Deployment's Pod Ready after the restore", func() error {
-		if err := b.c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+	b.Eventually("the control plane makes a Deployment's Pod Ready after the restore", func() error {
+		if err := b.C.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err
 		}
 		if d.Status.ReadyReplicas != 1 {
@@ -1237,16 +1186,16 @@ func (b *bench) resetCluster(fsync string) {
 }
 
 func (b *bench) clusterSh(verb, fsync string) {
-	cmd := clusterSh(verb)
+	cmd := ClusterSh(verb)
 	if fsync != "" {
 		cmd.Env = append(cmd.Env, "ETCD_FSYNC="+fsync)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		b.t.Fatalf("hack/cluster.sh %s: %v\n%s", verb, err, out)
+		b.T.Fatalf("hack/cluster.sh %s: %v\n%s", verb, err, out)
 	}
-	b.eventually("the API server answers after hack/cluster.sh "+verb, func() error {
-		return b.c.List(context.Background(), &corev1.NamespaceList{})
+	b.Eventually("the API server answers after hack/cluster.sh "+verb, func() error {
+		return b.C.List(context.Background(), &corev1.NamespaceList{})
 	})
 }
 
@@ -1256,11 +1205,11 @@ func (b *bench) clusterSh(verb, fsync string) {
 // with sc.unrelated 10 KB ConfigMaps of no Promocion in the cluster, and
 // reads its memory once its caches are synced.
 func (b *bench) memory() {
-	unscoped := filepath.Join(b.tmp, "operador-unscoped")
+	unscoped := filepath.Join(b.Tmp, "operador-unscoped")
 	build := exec.Command("go", "build", "-tags", "unscoped", "-o", unscoped, ".")
-	build.Dir = b.root
+	build.Dir = b.Root
 	if out, err := build.CombinedOutput(); err != nil {
-		b.t.Fatalf("building the operator without cache scoping: %v\n%s", err, out)
+		b.T.Fatalf("building the operator without cache scoping: %v\n%s", err, out)
 	}
 	variants := map[string]*candidate{oursKey: b.candidates[oursKey], leccionKey: b.candidates[leccionKey], "unscoped": {key: oursKey, user: b.candidates[oursKey].user, kubeconfig: b.candidates[oursKey].kubeconfig, binary: unscoped}}
 	measure := func(section string) {
@@ -1269,19 +1218,19 @@ func (b *bench) memory() {
 				c := variants[v]
 				o := b.startCandidate(c, "memory")
 				time.Sleep(5 * time.Second) // the measurement: memory once synced and settled
-				peak, settled := o.rss(b.t)
-				cpu := o.cpuSeconds(b.t)
-				o.stop(b.t)
+				peak, settled := o.RSS(b.T)
+				cpu := o.cpuSeconds(b.T)
+				o.Stop(b.T)
 				b.res.Runs = append(b.res.Runs, run{Section: section, Candidate: c.key, Variant: map[bool]string{true: "unscoped"}[v == "unscoped"], Repeat: r,
 					PeakMiB: peak, SettledMiB: settled, CPUSeconds: cpu, Calibration: calibrate(), Load1: load1()})
 			}
 		}
 	}
 	measure("memory-empty")
-	ns := b.namespace("bench-ajenas")
+	ns := b.Namespace("bench-ajenas")
 	page := strings.Repeat("x", 10*1024)
-	b.parallel(b.sc.unrelated, 32, func(i int) error {
-		return b.c.Create(context.Background(), &corev1.ConfigMap{
+	b.Parallel(b.sc.unrelated, 32, func(i int) error {
+		return b.C.Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ajena-%d", i), Namespace: ns}, Data: map[string]string{"data": page}})
 	})
 	measure("memory-unrelated")
@@ -1294,23 +1243,23 @@ func (b *bench) memory() {
 // fresh one on them: its resync and an idle while must cost zero writes.
 func (b *bench) steadyState() {
 	ours := b.candidates[oursKey]
-	ns := b.namespace("bench-steady")
+	ns := b.Namespace("bench-steady")
 	o := b.startCandidate(ours, "steady-first")
-	b.createPromociones(ns, b.sc.n, 0)
-	b.waitListo(ns, b.sc.n)
-	b.waitIdle(o)
-	o.stop(b.t)
+	b.CreatePromociones(ns, b.sc.n, 0)
+	b.WaitListo(ns, b.sc.n)
+	b.WaitIdle(o)
+	o.Stop(b.T)
 
 	o = b.startCandidate(ours, "steady")
-	b.waitMetric(o, "controller_runtime_reconcile_total", float64(b.sc.n))
-	b.waitIdle(o)
-	resync := o.writes()
-	before := o.writes()
+	b.WaitMetric(o, "controller_runtime_reconcile_total", float64(b.sc.n))
+	b.WaitIdle(o)
+	resync := o.Writes()
+	before := o.Writes()
 	time.Sleep(b.sc.idle) // the measurement itself: writes while nothing happens
-	idle := o.writes() - before
-	o.stop(b.t)
+	idle := o.Writes() - before
+	o.Stop(b.T)
 	if resync != 0 || idle != 0 {
-		b.t.Errorf("a fresh operator sent %v writes resyncing %d converged Promociones and %v while idle for %s, want 0", resync, b.sc.n, idle, b.sc.idle)
+		b.T.Errorf("a fresh operator sent %v writes resyncing %d converged Promociones and %v while idle for %s, want 0", resync, b.sc.n, idle, b.sc.idle)
 	}
 	b.res.Notes = append(b.res.Notes, fmt.Sprintf("steady=%v/%v/%s", resync, idle, b.sc.idle))
 }
@@ -1327,22 +1276,22 @@ func (b *bench) failover() {
 		for _, kill := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 			for _, warm := range b.rnd.Perm(2) {
 				a := append(slices.Clone(args), fmt.Sprintf("--leader-elect-warmup=%t", warm == 1))
-				leader := b.start(launch{who: "failover-leader", kubeconfig: ours.kubeconfig, args: a})
-				b.waitMetric(leader, "controller_runtime_reconcile_total", 1)
-				standby := b.start(launch{who: "failover-standby", kubeconfig: ours.kubeconfig, args: a})
-				b.waitFor("the standby is up", timeout, 20*time.Millisecond, func() error {
-					if standby.metric("controller_runtime_reconcile_total", nil) < 0 {
+				leader := b.Start(Launch{Who: "failover-leader", Kubeconfig: ours.kubeconfig, Args: a})
+				b.WaitMetric(leader, "controller_runtime_reconcile_total", 1)
+				standby := b.Start(Launch{Who: "failover-standby", Kubeconfig: ours.kubeconfig, Args: a})
+				b.WaitFor("the standby is up", Timeout, 20*time.Millisecond, func() error {
+					if standby.Metric("controller_runtime_reconcile_total", nil) < 0 {
 						return fmt.Errorf("no metrics yet")
 					}
 					return nil
 				})
 				time.Sleep(2 * time.Second) // paces the kill: a standby long up, its cache synced if it warms up
 				killed := time.Now()
-				_ = leader.cmd.Process.Signal(kill)
-				<-leader.done
-				took := b.waitMetric(standby, "controller_runtime_reconcile_total", 1).Sub(killed)
+				_ = leader.Cmd.Process.Signal(kill)
+				<-leader.Done
+				took := b.WaitMetric(standby, "controller_runtime_reconcile_total", 1).Sub(killed)
 				b.res.Failover = append(b.res.Failover, failoverRun{map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[kill], warm == 1, float64(took.Microseconds()) / 1000})
-				standby.stop(b.t)
+				standby.Stop(b.T)
 			}
 		}
 	}
@@ -1352,7 +1301,7 @@ func (b *bench) failover() {
 // ----- helpers -----
 
 // cpuSeconds is the operator's user and system CPU time so far.
-func (o *operator) cpuSeconds(t *testing.T) float64 { return cpuOf(t, o.cmd.Process.Pid) }
+func (o *Operator) cpuSeconds(t *testing.T) float64 { return cpuOf(t, o.Cmd.Process.Pid) }
 
 // cpuOf is a process's user and system CPU time so far.
 func cpuOf(t *testing.T, pid int) float64 {
@@ -1369,9 +1318,9 @@ func cpuOf(t *testing.T, pid int) float64 {
 
 // apiRequests is the API server's count of requests served so far.
 func (b *bench) apiRequests() float64 {
-	raw, err := b.tryKubectl("get", "--raw", "/metrics")
+	raw, err := b.TryKubectl("get", "--raw", "/metrics")
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	sum := 0.0
 	for line := range strings.SplitSeq(raw, "\n") {

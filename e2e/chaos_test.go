@@ -6,7 +6,6 @@ package e2e
 // and writes its report to CHAOS_OUT; `make test` runs a short version.
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -101,50 +100,50 @@ func TestChaos(t *testing.T) {
 	started := time.Now()
 	var results []result
 	var details []string
-	scenario := func(name string, run func(l *lesson) result) {
+	scenario := func(name string, run func(l *Lesson) result) {
 		t.Run(name, func(t *testing.T) {
-			r := run(newLesson(t))
+			r := run(NewLesson(t))
 			if t.Failed() && r.wrong == 0 {
 				r.notes += " (the scenario failed: see the test log)"
 			}
 			results = append(results, r)
-			t.Logf("%s: checked %d, lost or wrong %d, converged %s after the last fault; %s", r.scenario, r.checked, r.wrong, ms(r.converged), r.notes)
+			t.Logf("%s: checked %d, lost or wrong %d, converged %s after the last fault; %s", r.scenario, r.checked, r.wrong, Ms(r.converged), r.notes)
 		})
 	}
 
-	scenario("crash", func(l *lesson) result { return crashMidFlight(l, rng, sc.crashN, sc.crashKills) })
+	scenario("crash", func(l *Lesson) result { return crashMidFlight(l, rng, sc.crashN, sc.crashKills) })
 	for _, d := range sc.apiOutages {
-		scenario(fmt.Sprintf("apiserver-%s", d), func(l *lesson) result { return outage(l, "kube-apiserver", d, sc.outageN) })
+		scenario(fmt.Sprintf("apiserver-%s", d), func(l *Lesson) result { return outage(l, "kube-apiserver", d, sc.outageN) })
 	}
 	if sc.etcdOutage > 0 {
-		scenario("etcd", func(l *lesson) result { return outage(l, "etcd", sc.etcdOutage, sc.outageN) })
+		scenario("etcd", func(l *Lesson) result { return outage(l, "etcd", sc.etcdOutage, sc.outageN) })
 	}
-	scenario("frozen-leader", func(l *lesson) result { return frozenLeader(l, sc.leaderN, env.operator, true) })
-	scenario("frozen-leader-unfenced", func(l *lesson) result { return frozenLeader(l, sc.leaderN, env.unfenced, false) })
+	scenario("frozen-leader", func(l *Lesson) result { return frozenLeader(l, sc.leaderN, Env.Operator, true) })
+	scenario("frozen-leader-unfenced", func(l *Lesson) result { return frozenLeader(l, sc.leaderN, Env.Unfenced, false) })
 	if sc.fight > 0 {
-		scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
+		scenario("fights", func(l *Lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
 	}
 	if sc.recreations > 0 {
-		scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
+		scenario("same-name", func(l *Lesson) result { return sameName(l, rng, sc.recreations) })
 	}
 	if sc.namespaceN > 0 {
-		scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
+		scenario("namespace-deletion", func(l *Lesson) result { return namespaceDeletion(l, sc.namespaceN) })
 	}
-	scenario("crash-points", func(l *lesson) result { return crashPoints(l, sc.crashScenarios, sc.everyCrashPoint) })
+	scenario("crash-points", func(l *Lesson) result { return crashPoints(l, sc.crashScenarios, sc.everyCrashPoint) })
 	scenario("stale-restart", staleRestart)
 	if sc.watchDelay > 0 {
-		scenario("lagging-watches", func(l *lesson) result { return laggingWatches(l, sc.watchDelay) })
+		scenario("lagging-watches", func(l *Lesson) result { return laggingWatches(l, sc.watchDelay) })
 	}
 	if sc.heldChanges > 0 {
-		scenario("unobserved", func(l *lesson) result { return heldWatches(l, sc.heldChanges) })
+		scenario("unobserved", func(l *Lesson) result { return heldWatches(l, sc.heldChanges) })
 	}
 	for _, nf := range sc.network {
-		scenario("network-"+nf.name, func(l *lesson) result { return network(l, nf.name, nf.f, 10*time.Second) })
+		scenario("network-"+nf.name, func(l *Lesson) result { return network(l, nf.name, nf.f, 10*time.Second) })
 	}
 	if sc.blackhole > 0 {
-		scenario("blackhole", func(l *lesson) result { return blackhole(l, sc.blackhole, 50) })
+		scenario("blackhole", func(l *Lesson) result { return blackhole(l, sc.blackhole, 50) })
 	}
-	scenario("fuzzing", func(l *lesson) result {
+	scenario("fuzzing", func(l *Lesson) result {
 		seeds, steps := []uint64{rng.Uint64()}, sc.walkSteps
 		for range sc.walkSeeds - 1 {
 			seeds = append(seeds, rng.Uint64())
@@ -156,7 +155,7 @@ func TestChaos(t *testing.T) {
 		}
 		return fuzz(l, seeds, steps)
 	})
-	scenario("hostile-input", func(l *lesson) result {
+	scenario("hostile-input", func(l *Lesson) result {
 		r, d := hostileInput(l)
 		details = d
 		return r
@@ -171,7 +170,7 @@ func TestChaos(t *testing.T) {
 			x.notes += fmt.Sprintf(" (kube-controller-manager's garbage collector left %d ReplicaSet(s) of a deleted Deployment: see below)", x.leftovers)
 		}
 		cases, wrong = cases+max(x.cases, 1), wrong+x.wrong
-		fmt.Fprintf(&r, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.scenario, x.faults, max(x.cases, 1), x.checked, x.wrong, ms(x.converged), cmp.Or(bugsFound[x.scenario], "none"), x.notes)
+		fmt.Fprintf(&r, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.scenario, x.faults, max(x.cases, 1), x.checked, x.wrong, Ms(x.converged), cmp.Or(bugsFound[x.scenario], "none"), x.notes)
 	}
 	fmt.Fprintf(&r, "\nIn all: %d scenarios, %d cases tried, %d objects lost or wrong.\n", len(results), cases, wrong)
 	r.WriteString("\nHostile input, each through the API server, the operator and the page:\n\n| input | outcome |\n| --- | --- |\n")
@@ -180,46 +179,33 @@ func TestChaos(t *testing.T) {
 	}
 	fmt.Println(r.String())
 	if out := os.Getenv("CHAOS_OUT"); out != "" && os.Getenv("CHAOS_SEED") == "" { // a replay is not a run to report
-		if err := splice(out, "chaos", r.String()); err != nil {
+		if err := Splice(out, "chaos", r.String()); err != nil {
 			t.Error(err)
 		}
 	}
-}
-
-// splice writes report into file between the lines <!-- NAME begins --> and
-// <!-- NAME ends -->, keeping the rest; a file without them is replaced.
-func splice(file, name, report string) error {
-	begin, end := "<!-- "+name+" begins -->\n", "<!-- "+name+" ends -->\n"
-	old, _ := os.ReadFile(file)
-	i, j := bytes.Index(old, []byte(begin)), bytes.Index(old, []byte(end))
-	if i < 0 || j < i {
-		return os.WriteFile(file, []byte(report), 0o644)
-	}
-	out := append(append(append([]byte{}, old[:i+len(begin)]...), report...), old[j:]...)
-	return os.WriteFile(file, out, 0o644)
 }
 
 // ----- the world, and how to check it -----
 
 // scenarioNamespace makes a namespace holding, beside what the scenario adds,
 // two objects of the user's that the operator must never touch.
-func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
-	l.t.Helper()
-	ns := l.namespace(name)
-	l.t.Cleanup(func() { _, _ = l.tryKubectl("delete", "namespace", ns, "--wait=false") })
+func (l *Lesson) scenarioNamespace(name string) (string, func() []string) {
+	l.T.Helper()
+	ns := l.Namespace(name)
+	l.T.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "del-usuario", Namespace: ns}, Data: map[string]string{"index.html": "mío"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ajeno", Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	for _, obj := range []client.Object{cm, svc} {
-		if err := l.c.Create(context.Background(), obj); err != nil {
-			l.t.Fatal(err)
+		if err := l.C.Create(context.Background(), obj); err != nil {
+			l.T.Fatal(err)
 		}
 	}
 	untouched := func() []string {
 		var changed []string
 		for _, obj := range []client.Object{cm, svc} {
 			now := obj.DeepCopyObject().(client.Object)
-			if err := l.c.Get(context.Background(), client.ObjectKeyFromObject(obj), now); err != nil {
+			if err := l.C.Get(context.Background(), client.ObjectKeyFromObject(obj), now); err != nil {
 				changed = append(changed, fmt.Sprintf("the user's %s: %v", obj.GetName(), err))
 			} else if now.GetResourceVersion() != obj.GetResourceVersion() {
 				changed = append(changed, fmt.Sprintf("the user's %s was changed", obj.GetName()))
@@ -235,9 +221,9 @@ func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 // how the user's objects were touched. It returns how many Promociones it
 // checked, and, apart, the ReplicaSets whose Deployment is gone:
 // kube-controller-manager's garbage collector, not the operator, removes those.
-func (l *lesson) problems(ns string, untouched func() []string) (promociones int, problems, leftovers []string) {
-	promociones = strings.Count(l.kubectl("get", "promociones", "-n", ns, "-o", "name"), "promocion")
-	for _, p := range l.oracle(ns, "") {
+func (l *Lesson) problems(ns string, untouched func() []string) (promociones int, problems, leftovers []string) {
+	promociones = strings.Count(l.Kubectl("get", "promociones", "-n", ns, "-o", "name"), "promocion")
+	for _, p := range l.Oracle(ns, "") {
 		if strings.HasSuffix(p, "outlives its Deployment") {
 			leftovers = append(leftovers, p)
 		} else {
@@ -249,12 +235,12 @@ func (l *lesson) problems(ns string, untouched func() []string) (promociones int
 
 // converge waits until ns is right, and returns how long that took from since.
 // If it never is, the test fails and the result names what stayed wrong.
-func (l *lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
-	l.t.Helper()
+func (l *Lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
+	l.T.Helper()
 	start := time.Now()
 	operatorsDone := time.Duration(-1) // since when the operator's part has been right
 	var problems, leftovers []string
-	err := poll(5*time.Minute, 200*time.Millisecond, func() error {
+	err := Poll(5*time.Minute, 200*time.Millisecond, func() error {
 		var promociones int
 		promociones, problems, leftovers = l.problems(ns, untouched)
 		r.checked, r.wrong, r.converged = 4*promociones, min(len(problems), promociones), time.Since(since)
@@ -266,7 +252,7 @@ func (l *lesson) converge(ns string, untouched func() []string, since time.Time,
 			operatorsDone = r.converged
 		}
 		if len(leftovers) == 0 {
-			l.logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, promociones, ms(r.converged))
+			l.Logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, promociones, Ms(r.converged))
 			return nil
 		}
 		if time.Since(start) > time.Minute {
@@ -274,7 +260,7 @@ func (l *lesson) converge(ns string, untouched func() []string, since time.Time,
 			// collector can miss a Deployment's deletion for good when it happens
 			// during its watch gap and the operator makes the Deployment again
 			// under the same name at once: the old ReplicaSet then stays.
-			l.logf("ok: %s is what its %d Promociones ask for; left by kube-controller-manager: %s", ns, promociones, strings.Join(leftovers, "; "))
+			l.Logf("ok: %s is what its %d Promociones ask for; left by kube-controller-manager: %s", ns, promociones, strings.Join(leftovers, "; "))
 			r.leftovers, r.converged = len(leftovers), operatorsDone
 			return nil
 		}
@@ -284,7 +270,7 @@ func (l *lesson) converge(ns string, untouched func() []string, since time.Time,
 		if r.wrong == 0 {
 			r.wrong = len(problems)
 		}
-		l.t.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(first(append(problems, leftovers...), 20), "\n"))
+		l.T.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(First(append(problems, leftovers...), 20), "\n"))
 		return
 	}
 	l.quiet(ns, r)
@@ -295,39 +281,37 @@ var quietFor = 3 * time.Second
 
 // quiet checks, from the audit log, that the operator writes nothing in ns
 // for quietFor once ns is right: a write there would be a fight, or churn.
-func (l *lesson) quiet(ns string, r *result) {
-	l.t.Helper()
+func (l *Lesson) quiet(ns string, r *result) {
+	l.T.Helper()
 	from := time.Now()
 	time.Sleep(quietFor) // the measurement itself: a quiet period
-	l.auditFlushed()
-	if ws := l.audit(from, func(w request) bool {
-		return w.userAgent == "operador-promociones" && strings.Contains(w.uri, "/namespaces/"+ns+"/")
+	l.AuditFlushed()
+	if ws := l.Audit(from, func(w Request) bool {
+		return w.UserAgent == "operador-promociones" && strings.Contains(w.URI, "/namespaces/"+ns+"/")
 	}); len(ws) > 0 {
 		r.wrong++
-		l.t.Errorf("the operator wrote in %s after it was right, in the quiet period:\n%s", ns, first(ws, 10))
+		l.T.Errorf("the operator wrote in %s after it was right, in the quiet period:\n%s", ns, First(ws, 10))
 	}
 }
-
-func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
 // ----- the operator's kubelet -----
 
 // kubelet keeps an operator process running, starting it again when it exits,
 // as the kubelet restarts a container (here after 1 s rather than with backoff).
 type kubelet struct {
-	l               *lesson
+	l               *Lesson
 	who, kubeconfig string
 	args            []string
 	mu              sync.Mutex
-	cur             *operator
-	all             []*operator
+	cur             *Operator
+	all             []*Operator
 	restarts        int
 	stopping        chan struct{}
 	stopped         chan struct{}
 	exitReasons     []string
 }
 
-func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
+func (l *Lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 	k := &kubelet{l: l, who: who, kubeconfig: kubeconfig, args: args, stopping: make(chan struct{}), stopped: make(chan struct{})}
 	k.start()
 	go func() {
@@ -337,7 +321,7 @@ func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 			select {
 			case <-k.stopping:
 				return
-			case <-o.done:
+			case <-o.Done:
 			}
 			k.mu.Lock()
 			k.restarts++
@@ -351,18 +335,18 @@ func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 			k.start()
 		}
 	}()
-	l.t.Cleanup(k.stop)
+	l.T.Cleanup(k.stop)
 	return k
 }
 
 func (k *kubelet) start() {
-	o := k.l.start(launch{who: fmt.Sprintf("%s-%d", k.who, len(k.all)+1), kubeconfig: k.kubeconfig, args: k.args})
+	o := k.l.Start(Launch{Who: fmt.Sprintf("%s-%d", k.who, len(k.all)+1), Kubeconfig: k.kubeconfig, Args: k.args})
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.cur, k.all = o, append(k.all, o)
 }
 
-func (k *kubelet) current() *operator {
+func (k *kubelet) current() *Operator {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.cur
@@ -371,19 +355,19 @@ func (k *kubelet) current() *operator {
 // kill sends SIGKILL to the running operator; the kubelet starts another.
 func (k *kubelet) kill() {
 	o := k.current()
-	_ = o.cmd.Process.Signal(syscall.SIGKILL)
-	<-o.done
+	_ = o.Cmd.Process.Signal(syscall.SIGKILL)
+	<-o.Done
 }
 
 // waitRunning waits for an operator started after since to have started its workers.
 func (k *kubelet) waitRunning(since time.Time) {
-	k.l.t.Helper()
-	k.l.eventually("the operator runs again", func() error {
+	k.l.T.Helper()
+	k.l.Eventually("the operator runs again", func() error {
 		o := k.current()
-		if o.startedAt.Before(since) {
+		if o.StartedAt.Before(since) {
 			return errors.New("not restarted yet")
 		}
-		return o.logHas(`Starting workers`)
+		return o.LogHas(`Starting workers`)
 	})
 }
 
@@ -395,8 +379,8 @@ func (k *kubelet) stop() {
 	}
 	close(k.stopping)
 	<-k.stopped
-	if o := k.current(); !o.exited() {
-		o.stop(k.l.t)
+	if o := k.current(); !o.Exited() {
+		o.Stop(k.l.T)
 	}
 }
 
@@ -406,7 +390,7 @@ func (k *kubelet) errorLines() int {
 	defer k.mu.Unlock()
 	n := 0
 	for _, o := range k.all {
-		n += o.logLines(`\tERROR\t`)
+		n += o.LogLines(`\tERROR\t`)
 	}
 	return n
 }
@@ -431,8 +415,8 @@ func (k *kubelet) summary() string {
 }
 
 // exitReason says in a few words why an operator process exited.
-func exitReason(o *operator) string {
-	line := o.firstLine(`leader election lost|Operator stopped`)
+func exitReason(o *Operator) string {
+	line := o.FirstLine(`leader election lost|Operator stopped`)
 	switch {
 	case strings.Contains(line, "leader election lost"):
 		return "leader election lost"
@@ -442,23 +426,23 @@ func exitReason(o *operator) string {
 		_, after, _ := strings.Cut(line, "Operator stopped")
 		return "Operator stopped" + after
 	}
-	return fmt.Sprint(o.err)
+	return fmt.Sprint(o.Err)
 }
 
-func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
+func crashMidFlight(l *Lesson, rng *rand.Rand, n, kills int) result {
 	r := result{scenario: "Crash mid-flight", faults: fmt.Sprintf("%d SIGKILLs while %d Promociones converge", kills, n)}
 	ns, untouched := l.scenarioNamespace("caos-crash")
-	k := l.kubelet("crash", l.kubeconfig, "--namespace="+ns)
+	k := l.kubelet("crash", l.Kubeconfig, "--namespace="+ns)
 	k.waitRunning(time.Time{})
-	l.createPromociones(ns, n, 1)
+	l.CreatePromociones(ns, n, 1)
 	var at []string
 	var last time.Time
 	for i := range kills {
 		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond) // the fault's timing, at random: no assertion waits on it
-		at = append(at, fmt.Sprintf("%d%%", 100*l.listo(ns)/n))
+		at = append(at, fmt.Sprintf("%d%%", 100*l.Listo(ns)/n))
 		k.kill()
 		last = time.Now()
-		l.logf("SIGKILL %d of %d, with %s Listo", i+1, kills, at[len(at)-1])
+		l.Logf("SIGKILL %d of %d, with %s Listo", i+1, kills, at[len(at)-1])
 		if i < kills-1 {
 			k.waitRunning(last)
 		}
@@ -473,45 +457,45 @@ func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 
 // outage stops component (kube-apiserver or etcd) for d while an operator
 // with leader election runs, then changes things right after it is back.
-func outage(l *lesson, component string, d time.Duration, n int) result {
+func outage(l *Lesson, component string, d time.Duration, n int) result {
 	r := result{scenario: fmt.Sprintf("%s outage", component), faults: fmt.Sprintf("%s stopped (SIGKILL) for %s, then started again", component, d)}
 	ns, untouched := l.scenarioNamespace("caos-" + strings.ToLower(strings.ReplaceAll(component+"-"+d.String(), "kube-", "")))
 	// deploy.yaml's leader election timings: a Lease of 30 s, renewed within 20 s.
-	k := l.kubelet(component, l.kubeconfig, "--namespace="+ns, "--leader-elect", "--leader-election-namespace="+ns)
+	k := l.kubelet(component, l.Kubeconfig, "--namespace="+ns, "--leader-elect", "--leader-election-namespace="+ns)
 	k.waitRunning(time.Time{})
-	l.createPromociones(ns, n, 1)
+	l.CreatePromociones(ns, n, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
 
 	stopAt := time.Now()
-	if out, err := clusterSh("stop", component).CombinedOutput(); err != nil {
-		l.t.Fatalf("stopping %s: %v\n%s", component, err, out)
+	if out, err := ClusterSh("stop", component).CombinedOutput(); err != nil {
+		l.T.Fatalf("stopping %s: %v\n%s", component, err, out)
 	}
 	time.Sleep(d - time.Since(stopAt)) // the outage's length is the fault itself
-	if out, err := clusterSh("start", component).CombinedOutput(); err != nil {
-		l.t.Fatalf("starting %s: %v\n%s", component, err, out)
+	if out, err := ClusterSh("start", component).CombinedOutput(); err != nil {
+		l.T.Fatalf("starting %s: %v\n%s", component, err, out)
 	}
-	l.eventually("the API server answers again", func() error {
-		_, err := l.tryKubectl("get", "--raw", "/readyz")
+	l.Eventually("the API server answers again", func() error {
+		_, err := l.TryKubectl("get", "--raw", "/readyz")
 		return err
 	})
 	back := time.Now()
 	r.faults += fmt.Sprintf(" (%s until the API server answered again)", back.Sub(stopAt).Round(100*time.Millisecond))
-	l.logf("%s was down for %s", component, back.Sub(stopAt).Round(time.Millisecond))
+	l.Logf("%s was down for %s", component, back.Sub(stopAt).Round(time.Millisecond))
 
 	// Right after it is back: a child deleted, a banner changed, a Promocion added.
 	ctx := context.Background()
-	if err := l.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "promo-0", Namespace: ns}}); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "promo-0", Namespace: ns}}); err != nil {
+		l.T.Fatal(err)
 	}
 	l.setBanner(ns, "promo-1", "cambiada tras el corte")
-	if err := l.c.Create(ctx, promocion(ns, n, 1)); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.Create(ctx, Promocion(ns, n, 1)); err != nil {
+		l.T.Fatal(err)
 	}
 	l.converge(ns, untouched, back, &r)
 	remade := "never"
-	for _, w := range l.operatorWrites(back) {
-		if w.verb == "create" && w.code == 201 && w.object == "deployments/"+ns+"/promo-0" {
-			remade = w.at.Sub(back).Round(100 * time.Millisecond).String()
+	for _, w := range l.OperatorWrites(back) {
+		if w.Verb == "create" && w.Code == 201 && w.Object == "deployments/"+ns+"/promo-0" {
+			remade = w.At.Sub(back).Round(100 * time.Millisecond).String()
 			break
 		}
 	}
@@ -520,16 +504,16 @@ func outage(l *lesson, component string, d time.Duration, n int) result {
 	return r
 }
 
-func (l *lesson) setBanner(ns, name, banner string) {
-	l.t.Helper()
+func (l *Lesson) setBanner(ns, name, banner string) {
+	l.T.Helper()
 	p := &unstructured.Unstructured{}
 	p.SetAPIVersion("tienda.example.com/v1")
 	p.SetKind("Promocion")
 	p.SetNamespace(ns)
 	p.SetName(name)
 	patch := fmt.Sprintf(`{"spec":{"banner":%q}}`, banner)
-	if err := l.c.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		l.T.Fatal(err)
 	}
 }
 
@@ -542,7 +526,7 @@ func (l *lesson) setBanner(ns, name, banner string) {
 // it runs binary with the fence; some, when it runs the test-only build
 // without it (fenced false), which proves the fence necessary and effective.
 // Both replicas run as ServiceAccounts, so API Priority and Fairness applies.
-func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
+func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
 	const lease = 6 * time.Second
 	r := result{scenario: "Frozen leader", faults: fmt.Sprintf("SIGSTOP of the leader mid-burst of %d Promociones, past its Lease (%s); every banner changed meanwhile; SIGCONT", n, lease)}
 	name := "caos-lider"
@@ -551,76 +535,76 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	}
 	ns, untouched := l.scenarioNamespace(name)
 	for _, who := range []string{"replica-a", "replica-b"} {
-		l.identity(who)
+		l.Identity(who)
 	}
 	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	acquired := `(?i)successfully acquired lease.*default/operador-promociones`
-	a := l.start(launch{who: "replica-a", binary: binary, kubeconfig: l.serviceAccountKubeconfig("replica-a"), args: args})
-	l.waitForLog(a, "replica a leads", acquired)
-	b := l.start(launch{who: "replica-b", binary: binary, kubeconfig: l.serviceAccountKubeconfig("replica-b"), args: args})
-	l.waitForLog(b, "replica b waits", `(?i)attempting to acquire leader lease.*default/operador-promociones`)
+	a := l.Start(Launch{Who: "replica-a", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-a"), Args: args})
+	l.WaitForLog(a, "replica a leads", acquired)
+	b := l.Start(Launch{Who: "replica-b", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-b"), Args: args})
+	l.WaitForLog(b, "replica b waits", `(?i)attempting to acquire leader lease.*default/operador-promociones`)
 
-	l.createPromociones(ns, n, 1)
-	l.waitFor("a third of the burst Listo", timeout, 10*time.Millisecond, func() error {
-		if got := l.listo(ns); got < n/3 {
+	l.CreatePromociones(ns, n, 1)
+	l.WaitFor("a third of the burst Listo", Timeout, 10*time.Millisecond, func() error {
+		if got := l.Listo(ns); got < n/3 {
 			return fmt.Errorf("%d Listo", got)
 		}
 		return nil
 	})
-	inFlight := a.metric("controller_runtime_active_workers", nil) + a.metric("workqueue_depth", func(s string) bool { return strings.Contains(s, `name="promocion"`) })
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		l.t.Fatal(err)
+	inFlight := a.Metric("controller_runtime_active_workers", nil) + a.Metric("workqueue_depth", func(s string) bool { return strings.Contains(s, `name="promocion"`) })
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		l.T.Fatal(err)
 	}
 	frozenAt := time.Now()
-	l.logf("replica a frozen with %d of %d Listo", l.listo(ns), n)
+	l.Logf("replica a frozen with %d of %d Listo", l.Listo(ns), n)
 	for i := range n { // changes the frozen leader's queue and watches will hold when it wakes up
 		l.setBanner(ns, fmt.Sprintf("promo-%d", i), fmt.Sprintf("cambio %d con el líder congelado", i))
 	}
-	l.waitForLog(b, "replica b takes over", acquired)
-	handover := coordinationLease{}.acquired(l)
-	l.logf("handover %s after the freeze", handover.Sub(frozenAt).Round(time.Millisecond))
+	l.WaitForLog(b, "replica b takes over", acquired)
+	handover := l.LeaseAcquired()
+	l.Logf("handover %s after the freeze", handover.Sub(frozenAt).Round(time.Millisecond))
 	l.converge(ns, untouched, time.Now(), &result{})
 
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		l.t.Fatal(err)
+	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		l.T.Fatal(err)
 	}
 	resumedAt := time.Now()
 	select {
-	case <-a.done:
+	case <-a.Done:
 	case <-time.After(time.Minute):
-		l.t.Errorf("the old leader still runs a minute after waking up")
+		l.T.Errorf("the old leader still runs a minute after waking up")
 	}
 	exited := time.Since(resumedAt)
 	l.converge(ns, untouched, resumedAt, &r)
-	by := func(replica string, after bool) []request {
-		return l.audit(time.Time{}, func(w request) bool {
-			return w.user == "system:serviceaccount:default:replica-"+replica && w.at.After(handover) == after && !strings.Contains(w.uri, "/leases/")
+	by := func(replica string, after bool) []Request {
+		return l.Audit(time.Time{}, func(w Request) bool {
+			return w.User == "system:serviceaccount:default:replica-"+replica && w.At.After(handover) == after && !strings.Contains(w.URI, "/leases/")
 		})
 	}
 	after, before, bAfter := by("a", true), by("a", false), by("b", true)
 	switch {
 	case len(before) == 0 || len(bAfter) == 0:
-		l.t.Errorf("the audit log shows %d writes by a before the handover and %d by b after: it does not see the replicas", len(before), len(bAfter))
+		l.T.Errorf("the audit log shows %d writes by a before the handover and %d by b after: it does not see the replicas", len(before), len(bAfter))
 	case fenced && len(after) > 0:
-		l.t.Errorf("the old leader wrote after the handover:\n%s", first(after, 20))
+		l.T.Errorf("the old leader wrote after the handover:\n%s", First(after, 20))
 		r.wrong += len(after)
 	case !fenced && len(after) == 0:
-		l.t.Errorf("without the fence, the old leader wrote nothing after the handover: this scenario does not show what the fence prevents")
+		l.T.Errorf("without the fence, the old leader wrote nothing after the handover: this scenario does not show what the fence prevents")
 	}
 	r.cases = 1
 	r.notes = fmt.Sprintf("frozen with %.0f reconciles in flight or queued; handover %s after the freeze; the old leader exited %s after SIGCONT (%s); its writes after the handover, from the audit log: %d (before: %d; the new leader's after: %d)",
 		inFlight, handover.Sub(frozenAt).Round(100*time.Millisecond), exited.Round(100*time.Millisecond), exitReason(a), len(after), len(before), len(bAfter))
-	b.stop(l.t)
+	b.Stop(l.T)
 	return r
 }
 
-func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
+func fights(l *Lesson, rng *rand.Rand, d time.Duration, n int) result {
 	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, ownerReferences removed", d)}
 	ns, untouched := l.scenarioNamespace("caos-peleas")
-	k := l.kubelet("fights", l.kubeconfig, "--namespace="+ns)
+	k := l.kubelet("fights", l.Kubeconfig, "--namespace="+ns)
 	k.waitRunning(time.Time{})
-	l.createPromociones(ns, n, 1)
+	l.CreatePromociones(ns, n, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
 
 	ctx := context.Background()
@@ -645,8 +629,8 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 			obj, patch = children[rng.IntN(3)], `{"metadata":{"ownerReferences":null}}`
 		}
 		obj.SetNamespace(ns)
-		if err := l.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
-			l.t.Fatal(err)
+		if err := l.C.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+			l.T.Fatal(err)
 		}
 		edits++
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond) // the pace of the fight
@@ -656,7 +640,7 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 	errs := k.errorLines()
 	r.notes = fmt.Sprintf("%d edits; %d error lines in the operator's log", edits, errs)
 	if errs > 0 {
-		l.t.Errorf("the operator logged %d error lines while fought", errs)
+		l.T.Errorf("the operator logged %d error lines while fought", errs)
 	}
 	k.stop()
 	return r
@@ -664,21 +648,21 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 
 // ----- 6. same name, new object -----
 
-func sameName(l *lesson, rng *rand.Rand, times int) result {
+func sameName(l *Lesson, rng *rand.Rand, times int) result {
 	r := result{scenario: "Same name, new object", faults: fmt.Sprintf("the same Promocion deleted and created again %d times in quick succession", times)}
 	ns, untouched := l.scenarioNamespace("caos-mismo-nombre")
-	k := l.kubelet("same-name", l.kubeconfig, "--namespace="+ns)
+	k := l.kubelet("same-name", l.Kubeconfig, "--namespace="+ns)
 	k.waitRunning(time.Time{})
 	ctx := context.Background()
 	var last time.Time
 	var uids []types.UID
 	for i := range times {
-		p := promocion(ns, 0, 1)
+		p := Promocion(ns, 0, 1)
 		if err := unstructured.SetNestedField(p.Object, fmt.Sprintf("versión %d", i), "spec", "banner"); err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
-		if err := l.c.Create(ctx, p); err != nil {
-			l.t.Fatal(err)
+		if err := l.C.Create(ctx, p); err != nil {
+			l.T.Fatal(err)
 		}
 		uids = append(uids, p.GetUID())
 		last = time.Now()
@@ -686,8 +670,8 @@ func sameName(l *lesson, rng *rand.Rand, times int) result {
 			break
 		}
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // the pace of the recreations
-		if err := l.c.Delete(ctx, p); err != nil {
-			l.t.Fatal(err)
+		if err := l.C.Delete(ctx, p); err != nil {
+			l.T.Fatal(err)
 		}
 	}
 	l.converge(ns, untouched, last, &r)
@@ -698,25 +682,25 @@ func sameName(l *lesson, rng *rand.Rand, times int) result {
 
 // ----- 7. namespace deletion -----
 
-func namespaceDeletion(l *lesson, n int) result {
+func namespaceDeletion(l *Lesson, n int) result {
 	r := result{scenario: "Namespace deletion", faults: fmt.Sprintf("a namespace holding %d Promociones deleted", n)}
 	ns, untouched := l.scenarioNamespace("caos-borrado")
-	k := l.kubelet("namespace", l.kubeconfig) // every namespace, as deploy.yaml runs it
+	k := l.kubelet("namespace", l.Kubeconfig) // every namespace, as deploy.yaml runs it
 	k.waitRunning(time.Time{})
-	l.createPromociones(ns, n, 1)
+	l.CreatePromociones(ns, n, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
 	errsBefore := k.errorLines()
 
 	deleted := time.Now()
-	l.kubectl("delete", "namespace", ns, "--timeout=5m")
+	l.Kubectl("delete", "namespace", ns, "--timeout=5m")
 	r.converged, r.checked = time.Since(deleted), 4*n
-	l.waitIdle(k.current()) // it has seen the deletion through
-	l.auditFlushed()
+	l.WaitIdle(k.current()) // it has seen the deletion through
+	l.AuditFlushed()
 	errs := k.errorLines() - errsBefore
 	creates, refused := 0, 0
-	for _, w := range l.operatorWrites(deleted) {
-		if strings.Contains(w.uri, "/namespaces/"+ns+"/") && w.verb == "create" {
-			if w.code < 300 {
+	for _, w := range l.OperatorWrites(deleted) {
+		if strings.Contains(w.URI, "/namespaces/"+ns+"/") && w.Verb == "create" {
+			if w.Code < 300 {
 				creates++
 			} else {
 				refused++
@@ -724,22 +708,22 @@ func namespaceDeletion(l *lesson, n int) result {
 		}
 	}
 	if creates > 0 {
-		l.t.Errorf("the operator created %d objects in the namespace being deleted", creates)
+		l.T.Errorf("the operator created %d objects in the namespace being deleted", creates)
 		r.wrong = creates
 	}
 	if errs > 0 {
-		l.t.Errorf("the operator logged %d error lines while the namespace was deleted", errs)
+		l.T.Errorf("the operator logged %d error lines while the namespace was deleted", errs)
 	}
 	r.notes = fmt.Sprintf("the namespace was gone %s after the delete; objects the operator created there meanwhile: %d (creates refused: %d); error lines: %d",
-		ms(r.converged), creates, refused, errs)
+		Ms(r.converged), creates, refused, errs)
 	k.stop()
 	return r
 }
 
-func hostileInput(l *lesson) (result, []string) {
+func hostileInput(l *Lesson) (result, []string) {
 	r := result{scenario: "Hostile input", faults: "banners with HTML, JavaScript, quotes, control characters, right-to-left text and emoji; the longest banner; the most replicas"}
 	ns, untouched := l.scenarioNamespace("caos-hostil")
-	k := l.kubelet("hostile", l.kubeconfig, "--namespace="+ns)
+	k := l.kubelet("hostile", l.Kubeconfig, "--namespace="+ns)
 	k.waitRunning(time.Time{})
 	cases := []struct {
 		what     string
@@ -768,24 +752,24 @@ func hostileInput(l *lesson) (result, []string) {
 	var details []string
 	accepted := 0
 	for i, c := range cases {
-		p := promocion(ns, i, c.replicas)
+		p := Promocion(ns, i, c.replicas)
 		if err := unstructured.SetNestedField(p.Object, c.banner, "spec", "banner"); err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
 		shown := c.banner
 		if r := []rune(shown); len(r) > 20 {
 			shown = string(r[:20]) + "…"
 		}
-		err := l.c.Create(ctx, p)
+		err := l.C.Create(ctx, p)
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			msg := err.Error()
 			if !strings.Contains(msg, "spec.banner") && !strings.Contains(msg, "spec.replicas") {
-				l.t.Errorf("%s: the message does not name the field: %s", c.what, msg)
+				l.T.Errorf("%s: the message does not name the field: %s", c.what, msg)
 			}
 			details = append(details, fmt.Sprintf("| %s `%q` | rejected: %s |", c.what, shown, tableCell(msg)))
 		case err != nil:
-			l.t.Errorf("%s: %v", c.what, err)
+			l.T.Errorf("%s: %v", c.what, err)
 		default:
 			accepted++
 			details = append(details, fmt.Sprintf("| %s `%q` | accepted; on the page HTML-escaped, verbatim (checked below) |", c.what, shown))
@@ -796,14 +780,14 @@ func hostileInput(l *lesson) (result, []string) {
 	// markup from it.
 	for i, c := range cases {
 		var cm corev1.ConfigMap
-		if err := l.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("promo-%d-html", i)}, &cm); apierrors.IsNotFound(err) {
+		if err := l.C.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("promo-%d-html", i)}, &cm); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
 		page := cm.Data["index.html"]
 		if !strings.Contains(page, html.EscapeString(c.banner)) || (c.banner != html.EscapeString(c.banner) && strings.Contains(page, c.banner)) {
-			l.t.Errorf("%s: the page does not show the banner verbatim and escaped:\n%s", c.what, page)
+			l.T.Errorf("%s: the page does not show the banner verbatim and escaped:\n%s", c.what, page)
 			r.wrong++
 		}
 	}

@@ -17,7 +17,7 @@ import (
 func TestClusterFailsCleanly(t *testing.T) {
 	root, _ := filepath.Abs("..")
 	modes := []string{"none"}
-	if env.realNode {
+	if Env.RealNode {
 		modes = append(modes, "real")
 	}
 	for _, node := range modes {

@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,53 +18,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// identity makes a ServiceAccount of default with the operator's RBAC from
-// manifiestos/rbac.yaml (the ClusterRole, and the Lease's Role in default), so
-// that the API server sees the operator as a production install would: not
-// system:masters, and subject to API Priority and Fairness.
-// Everything goes away when the test ends: the lesson starts without RBAC.
-func (l *lesson) identity(name string) {
-	l.t.Helper()
-	rbac := filepath.Join(l.root, "manifiestos", "rbac.yaml")
-	l.kubectl("apply", "-f", rbac)
-	l.kubectl("create", "serviceaccount", name, "-n", "default")
-	l.kubectl("create", "clusterrolebinding", "caos-"+name, "--clusterrole=operador-promociones", "--serviceaccount=default:"+name)
-	l.kubectl("create", "rolebinding", "caos-"+name, "-n", "default", "--role=operador-promociones-leader-election", "--serviceaccount=default:"+name)
-	l.t.Cleanup(func() {
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "serviceaccount/"+name, "rolebinding/caos-"+name, "-n", "default")
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "clusterrolebinding/caos-"+name)
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", rbac)
-	})
-}
-
 // change is a step of a scenario: something the user does to the Promocion
 // promo-0 of ns, or to its children.
 type change struct {
 	what string
-	do   func(l *lesson, ns string)
+	do   func(l *Lesson, ns string)
 }
 
 // crashScenarios are the changes whose every write is a crash point.
 var crashScenarios = []change{
-	{"create", func(l *lesson, ns string) { l.createPromociones(ns, 1, 3) }},
-	{"banner change", func(l *lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
-	{"replicas 3, 0, 5, unset", func(l *lesson, ns string) {
+	{"create", func(l *Lesson, ns string) { l.CreatePromociones(ns, 1, 3) }},
+	{"banner change", func(l *Lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
+	{"replicas 3, 0, 5, unset", func(l *Lesson, ns string) {
 		for _, r := range []string{"0", "5", "null"} {
-			l.kubectl("patch", "promocion", "promo-0", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":`+r+`}}`)
+			l.Kubectl("patch", "promocion", "promo-0", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":`+r+`}}`)
 		}
 	}},
-	{"a child deleted", func(l *lesson, ns string) { l.kubectl("delete", "deployment", "promo-0", "-n", ns) }},
+	{"a child deleted", func(l *Lesson, ns string) { l.Kubectl("delete", "deployment", "promo-0", "-n", ns) }},
 	// Out of the operator's cache, and still controlled by its Promocion. (A
 	// child stripped of its controller too would be no longer the operator's:
 	// it would be left alone, TestLeavesOthersObjectsAlone.)
-	{"a child relabelled", func(l *lesson, ns string) {
-		l.kubectl("patch", "configmap", "promo-0-html", "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":null}}`)
+	{"a child relabelled", func(l *Lesson, ns string) {
+		l.Kubectl("patch", "configmap", "promo-0-html", "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":null}}`)
 	}},
-	{"same-name recreate", func(l *lesson, ns string) {
-		l.kubectl("delete", "promocion", "promo-0", "-n", ns)
-		l.createPromociones(ns, 1, 3)
+	{"same-name recreate", func(l *Lesson, ns string) {
+		l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
+		l.CreatePromociones(ns, 1, 3)
 	}},
-	{"delete", func(l *lesson, ns string) { l.kubectl("delete", "promocion", "promo-0", "-n", ns) }},
+	{"delete", func(l *Lesson, ns string) { l.Kubectl("delete", "promocion", "promo-0", "-n", ns) }},
 }
 
 // crashPoints runs each scenario once to count the operator's mutating
@@ -74,14 +54,14 @@ var crashScenarios = []change{
 // API server answered it and before the answer reached the operator; a new
 // operator is started a second later, and the world must end right. It
 // returns how many crash points it tried.
-func crashPoints(l *lesson, scenarios []change, everyK bool) result {
+func crashPoints(l *Lesson, scenarios []change, everyK bool) result {
 	r := result{scenario: "Crash points", faults: "SIGKILL right before, or right after, each of the operator's writes in: "}
 	var names []string
 	for _, sc := range scenarios {
 		names = append(names, sc.what)
 	}
 	r.faults += strings.Join(names, "; ")
-	l.identity("caos-operador")
+	l.Identity("caos-operador")
 	p := l.startProxy("caos-operador")
 	kubeconfig := p.kubeconfig(l)
 	run, unreached := 0, 0
@@ -93,7 +73,7 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 			sup := l.kubelet(fmt.Sprintf("punto-%d", run), kubeconfig, "--namespace="+ns)
 			sup.waitRunning(time.Time{})
 			if sc.what != "create" {
-				l.createPromociones(ns, 1, 3)
+				l.CreatePromociones(ns, 1, 3)
 				l.converge(ns, untouched, time.Now(), &result{})
 			}
 			p.mutations.Store(0)
@@ -126,7 +106,7 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 			r.wrong += res.wrong
 			r.converged = max(r.converged, res.converged)
 			sup.stop()
-			l.kubectl("delete", "namespace", ns, "--wait=false")
+			l.Kubectl("delete", "namespace", ns, "--wait=false")
 			return int(p.mutations.Load())
 		}
 		writes := count(0, false)
@@ -139,7 +119,7 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 				count(k, before)
 			}
 		}
-		l.logf("%s: %d writes; crashed before and after each of %d", sc.what, writes, last)
+		l.Logf("%s: %d writes; crashed before and after each of %d", sc.what, writes, last)
 	}
 	r.notes = fmt.Sprintf("%d crash points tried, each ended right", r.cases)
 	if unreached > 0 {
@@ -156,48 +136,48 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 // taken by another owner. The proxy refuses its informers' watch-lists and
 // serves their fallback lists at the old resourceVersion; the watches then
 // catch up from there. No write made on the stale view may survive.
-func staleRestart(l *lesson) result {
+func staleRestart(l *Lesson) result {
 	r := result{scenario: "Stale view at start-up", faults: "an operator started on a view from before a same-name recreate, two banner changes and a child taken by another owner, then catching up"}
 	ns, untouched := l.scenarioNamespace("caos-antiguo")
-	l.identity("caos-operador")
+	l.Identity("caos-operador")
 	p := l.startProxy("caos-operador")
 	kubeconfig := p.kubeconfig(l)
-	before := l.start(launch{who: "antes", kubeconfig: kubeconfig, args: []string{"--namespace=" + ns}})
-	l.createPromociones(ns, 3, 1)
+	before := l.Start(Launch{Who: "antes", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
+	l.CreatePromociones(ns, 3, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
-	before.stop(l.t)
+	before.Stop(l.T)
 
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("v1")
 	list.SetKind("ConfigMapList")
-	if err := l.c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		l.T.Fatal(err)
 	}
 	old := list.GetResourceVersion() // the whole cluster's, as of now
-	l.kubectl("delete", "promocion", "promo-0", "-n", ns)
-	l.c.Create(context.Background(), promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
+	l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
+	l.C.Create(context.Background(), Promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
 	l.setBanner(ns, "promo-1", "primer cambio")
 	l.setBanner(ns, "promo-1", "segundo cambio")
 	// promo-2's Service taken by someone else: the operator must leave it alone.
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otro-dueno", Namespace: ns}}
-	if err := l.c.Create(context.Background(), owner); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.Create(context.Background(), owner); err != nil {
+		l.T.Fatal(err)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"otro-dueno","uid":%q,"controller":true}]}}`, owner.UID)
-	l.kubectl("patch", "service", "promo-2", "-n", ns, "--type=merge", "-p", patch)
-	l.kubectl("delete", "promocion", "promo-2", "-n", ns, "--wait=true")
+	l.Kubectl("patch", "service", "promo-2", "-n", ns, "--type=merge", "-p", patch)
+	l.Kubectl("delete", "promocion", "promo-2", "-n", ns, "--wait=true")
 
 	p.set(faults{staleFrom: old})
 	start := time.Now()
-	o := l.start(launch{who: "viejo", kubeconfig: kubeconfig, args: []string{"--namespace=" + ns}})
+	o := l.Start(Launch{Who: "viejo", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
 	l.converge(ns, untouched, start, &r)
-	o.stop(l.t)
-	writes := l.audit(start, func(w request) bool {
-		return w.userAgent == "operador-promociones" && strings.Contains(w.uri, "/namespaces/"+ns+"/")
+	o.Stop(l.T)
+	writes := l.Audit(start, func(w Request) bool {
+		return w.UserAgent == "operador-promociones" && strings.Contains(w.URI, "/namespaces/"+ns+"/")
 	})
 	refused := 0
 	for _, w := range writes {
-		if w.code >= 400 {
+		if w.Code >= 400 {
 			refused++
 		}
 	}
@@ -209,13 +189,13 @@ func staleRestart(l *lesson) result {
 // behindProxy makes a scenario namespace with n Promociones of replicas each,
 // and an operator for it that reaches the API server through a fault proxy as
 // the ServiceAccount caos-operador; it returns once the world is right.
-func (l *lesson) behindProxy(name, who string, n, replicas int) (ns string, untouched func() []string, p *proxy, o *operator) {
-	l.t.Helper()
+func (l *Lesson) behindProxy(name, who string, n, replicas int) (ns string, untouched func() []string, p *proxy, o *Operator) {
+	l.T.Helper()
 	ns, untouched = l.scenarioNamespace(name)
-	l.identity("caos-operador")
+	l.Identity("caos-operador")
 	p = l.startProxy("caos-operador")
-	o = l.start(launch{who: who, kubeconfig: p.kubeconfig(l), args: []string{"--namespace=" + ns}})
-	l.createPromociones(ns, n, replicas)
+	o = l.Start(Launch{Who: who, Kubeconfig: p.kubeconfig(l), Args: []string{"--namespace=" + ns}})
+	l.CreatePromociones(ns, n, replicas)
 	l.converge(ns, untouched, time.Now(), &result{})
 	return ns, untouched, p, o
 }
@@ -225,7 +205,7 @@ func (l *lesson) behindProxy(name, who string, n, replicas int) (ns string, unto
 // taken) go through at once: for seconds it acts on a view that is behind,
 // while a banner changes twice, a child is deleted, a Promocion is deleted and
 // made again under its name, and another is scaled to 0.
-func laggingWatches(l *lesson, delay time.Duration) result {
+func laggingWatches(l *Lesson, delay time.Duration) result {
 	r := result{scenario: "Stale view: lagging watches", faults: fmt.Sprintf("every watch event delivered %s late, reads outside the cache at once, while a banner changes twice, a child is deleted, a Promocion is made again under its name and another scaled to 0", delay)}
 	ns, untouched, p, o := l.behindProxy("caos-retraso", "retrasado", 4, 2)
 	p.set(faults{watchDelay: delay})
@@ -233,20 +213,20 @@ func laggingWatches(l *lesson, delay time.Duration) result {
 	// on its late view.
 	l.setBanner(ns, "promo-0", "primer cambio")
 	l.setBanner(ns, "promo-0", "segundo cambio")
-	l.kubectl("delete", "deployment", "promo-1", "-n", ns)
-	l.kubectl("delete", "promocion", "promo-2", "-n", ns)
-	l.c.Create(context.Background(), promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
-	l.kubectl("patch", "promocion", "promo-3", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
+	l.Kubectl("delete", "deployment", "promo-1", "-n", ns)
+	l.Kubectl("delete", "promocion", "promo-2", "-n", ns)
+	l.C.Create(context.Background(), Promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
+	l.Kubectl("patch", "promocion", "promo-3", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
 	last := time.Now()
 	l.converge(ns, untouched, last, &r)
 	if r.converged < delay { // the operator can only learn of the last change from a late event
-		l.t.Errorf("right %s after the last change, sooner than the lag of %s: the watches did not lag", r.converged, delay)
+		l.T.Errorf("right %s after the last change, sooner than the lag of %s: the watches did not lag", r.converged, delay)
 	}
 	p.set(faults{})
-	if o.exited() {
-		l.t.Errorf("the operator exited (%v): it should ride it out", o.err)
+	if o.Exited() {
+		l.T.Errorf("the operator exited (%v): it should ride it out", o.Err)
 	}
-	o.stop(l.t)
+	o.Stop(l.T)
 	r.cases = 5
 	r.notes = "5 changes made on a view that lagged; the end is right"
 	return r
@@ -255,7 +235,7 @@ func laggingWatches(l *lesson, delay time.Duration) result {
 // heldWatches holds every watch stream of a running operator while 20
 // changes are made, then lets them flow: the operator sees the end of it,
 // not each step.
-func heldWatches(l *lesson, n int) result {
+func heldWatches(l *Lesson, n int) result {
 	r := result{scenario: "Unobserved states", faults: fmt.Sprintf("watches held while %d changes happen (banners, replicas, deletes and recreates), then released", n)}
 	ns, untouched, p, o := l.behindProxy("caos-invisible", "retenido", 4, 1)
 	p.hold()
@@ -265,18 +245,18 @@ func heldWatches(l *lesson, n int) result {
 		case 0:
 			l.setBanner(ns, name, fmt.Sprintf("cambio %d", i))
 		case 1:
-			l.kubectl("patch", "promocion", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%3))
+			l.Kubectl("patch", "promocion", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%3))
 		case 2:
-			l.kubectl("delete", "promocion", name, "-n", ns)
-			l.c.Create(context.Background(), promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
+			l.Kubectl("delete", "promocion", name, "-n", ns)
+			l.C.Create(context.Background(), Promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
 		default:
-			l.kubectl("delete", "deployment", name, "-n", ns, "--ignore-not-found") // gone already if deleted before: nothing sees it
+			l.Kubectl("delete", "deployment", name, "-n", ns, "--ignore-not-found") // gone already if deleted before: nothing sees it
 		}
 	}
 	p.release()
 	start := time.Now()
 	l.converge(ns, untouched, start, &r)
-	o.stop(l.t)
+	o.Stop(l.T)
 	r.cases = n
 	r.notes = fmt.Sprintf("%d changes made while its watches were held; released, it went straight to the last state", n)
 	return r
@@ -285,7 +265,7 @@ func heldWatches(l *lesson, n int) result {
 // network runs an operator through one kind of network fault while
 // Promociones change, then without it, and checks the world and the rate of
 // its requests.
-func network(l *lesson, name string, f faults, during time.Duration) result {
+func network(l *Lesson, name string, f faults, during time.Duration) result {
 	r := result{scenario: "Network: " + name}
 	ns, untouched, p, o := l.behindProxy("caos-red-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"), "red", 5, 1)
 
@@ -299,17 +279,17 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 	rateDuring := float64(p.requests.Load()-before) / time.Since(begun).Seconds()
 	p.set(faults{})
 	if injected = p.injected.Load() - injected; injected == 0 {
-		l.t.Errorf("%s: the proxy injected nothing", name)
+		l.T.Errorf("%s: the proxy injected nothing", name)
 	}
 	start := time.Now()
 	l.converge(ns, untouched, start, &r)
 	afterFrom, afterCount := time.Now(), p.requests.Load()
 	time.Sleep(3 * time.Second) // the measurement: the rate once the fault is gone
 	rateAfter := float64(p.requests.Load()-afterCount) / time.Since(afterFrom).Seconds()
-	if o.exited() {
-		l.t.Errorf("%s: the operator exited (%v): it should ride it out", name, o.err)
+	if o.Exited() {
+		l.T.Errorf("%s: the operator exited (%v): it should ride it out", name, o.Err)
 	}
-	o.stop(l.t)
+	o.Stop(l.T)
 	r.cases = int(injected)
 	r.faults = fmt.Sprintf("%s for %s while banners change", name, during)
 	r.notes = fmt.Sprintf("%d of its requests or watch streams hit by the fault; its requests: %.1f/s during, %.1f/s after", injected, rateDuring, rateAfter)
@@ -321,28 +301,27 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 // directly) takes over, and the audit log must show no write of the first
 // after its lease could have passed. Once the network is back it must recover
 // without a restart by hand, and without a storm of requests.
-func blackhole(l *lesson, d time.Duration, n int) result {
+func blackhole(l *Lesson, d time.Duration, n int) result {
 	r := result{scenario: "Network: blackhole", faults: fmt.Sprintf("every request of the leader swallowed for %s while it leads, with %d Promociones in flight", d, n)}
 	ns, untouched := l.scenarioNamespace("caos-agujero")
 	for _, sa := range []string{"caos-a", "caos-b"} {
-		l.identity(sa)
+		l.Identity(sa)
 	}
 	p := l.startProxy("caos-a")
 	lease := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	a := l.kubelet("agujero-a", p.kubeconfig(l), lease...)
 	a.waitRunning(time.Time{})
-	l.waitForLog(a.current(), "a leads", `(?i)successfully acquired lease`)
-	b := l.kubelet("agujero-b", l.serviceAccountKubeconfig("caos-b"), lease...)
-	l.waitForLog(b.current(), "b waits", `(?i)attempting to acquire leader lease`)
+	l.WaitForLog(a.current(), "a leads", `(?i)successfully acquired lease`)
+	b := l.kubelet("agujero-b", l.ServiceAccountKubeconfig("caos-b"), lease...)
+	l.WaitForLog(b.current(), "b waits", `(?i)attempting to acquire leader lease`)
 
-	l.createPromociones(ns, n, 1) // work in flight when the network goes
+	l.CreatePromociones(ns, n, 1) // work in flight when the network goes
 	p.swallow()
 	swallowed := time.Now()
 	before := p.requests.Load()
-	l.waitForLog(b.current(), "b takes over", `(?i)successfully acquired lease`)
-	var ls coordinationLease
-	handover := ls.acquired(l)
+	l.WaitForLog(b.current(), "b takes over", `(?i)successfully acquired lease`)
+	handover := l.LeaseAcquired()
 	time.Sleep(d - time.Since(swallowed)) // the length of the blackhole is the fault
 	during := float64(p.requests.Load()-before) / time.Since(swallowed).Seconds()
 	p.release()
@@ -350,13 +329,13 @@ func blackhole(l *lesson, d time.Duration, n int) result {
 	afterFrom, afterCount := time.Now(), p.requests.Load()
 	time.Sleep(3 * time.Second) // the measurement: the rate once the network is back
 	after := float64(p.requests.Load()-afterCount) / time.Since(afterFrom).Seconds()
-	l.auditFlushed()
-	late := l.audit(handover, func(w request) bool {
-		return w.user == "system:serviceaccount:default:caos-a" && !strings.Contains(w.uri, "/leases/")
+	l.AuditFlushed()
+	late := l.Audit(handover, func(w Request) bool {
+		return w.User == "system:serviceaccount:default:caos-a" && !strings.Contains(w.URI, "/leases/")
 	})
 	if len(late) > 0 {
 		r.wrong += len(late)
-		l.t.Errorf("the swallowed leader wrote after the handover:\n%s", first(late, 10))
+		l.T.Errorf("the swallowed leader wrote after the handover:\n%s", First(late, 10))
 	}
 	a.stop()
 	b.stop()
@@ -364,16 +343,4 @@ func blackhole(l *lesson, d time.Duration, n int) result {
 	r.notes = fmt.Sprintf("handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after",
 		handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after)
 	return r
-}
-
-// coordinationLease reads who took the operator's Lease, and when.
-type coordinationLease struct{}
-
-func (coordinationLease) acquired(l *lesson) time.Time {
-	out := l.kubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.acquireTime}")
-	t, err := time.Parse(time.RFC3339Nano, out)
-	if err != nil {
-		l.t.Fatalf("the Lease's acquireTime %q: %v", out, err)
-	}
-	return t
 }

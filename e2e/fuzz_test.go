@@ -29,7 +29,7 @@ const walkPromociones = 4
 
 // action is one step of a walk: what it did, and an error if the world
 // answered otherwise than it must (an invalid change accepted, say).
-type action func(l *lesson, ns string) (string, error)
+type action func(l *Lesson, ns string) (string, error)
 
 // nextAction draws the next step of a walk.
 func nextAction(rng *rand.Rand) action {
@@ -40,17 +40,17 @@ func nextAction(rng *rand.Rand) action {
 	switch rng.IntN(10) {
 	case 0, 1, 2:
 		b := banners[rng.IntN(len(banners))]
-		return func(l *lesson, ns string) (string, error) {
+		return func(l *Lesson, ns string) (string, error) {
 			return fmt.Sprintf("banner of %s: %.30q", name, b), l.patchSpec(ns, name, map[string]any{"banner": b})
 		}
 	case 3, 4:
 		r := replicas[rng.IntN(len(replicas))]
-		return func(l *lesson, ns string) (string, error) {
+		return func(l *Lesson, ns string) (string, error) {
 			return fmt.Sprintf("replicas of %s: %v", name, r), l.patchSpec(ns, name, map[string]any{"replicas": r})
 		}
 	case 5:
 		key := fmt.Sprintf("equipo-%d", rng.IntN(3))
-		return func(l *lesson, ns string) (string, error) {
+		return func(l *Lesson, ns string) (string, error) {
 			return "a label on " + name, l.patch(ns, "promociones", name, map[string]any{"metadata": map[string]any{"labels": map[string]any{key: "marketing"}}})
 		}
 	case 6:
@@ -64,7 +64,7 @@ func nextAction(rng *rand.Rand) action {
 			{map[string]any{"replicas": 101}, "should be less than or equal to 100"},
 			{map[string]any{"replicas": -1}, "should be greater than or equal to 0"},
 		}[rng.IntN(5)]
-		return func(l *lesson, ns string) (string, error) {
+		return func(l *Lesson, ns string) (string, error) {
 			what := fmt.Sprintf("invalid change of %s: %.30v", name, bad.spec)
 			before, err := l.generation(ns, name)
 			if err != nil {
@@ -91,50 +91,43 @@ func nextAction(rng *rand.Rand) action {
 			{"deployments", name, ""}, // deleted
 		}
 		c := children[rng.IntN(len(children))]
-		return func(l *lesson, ns string) (string, error) {
+		return func(l *Lesson, ns string) (string, error) {
 			if c.patch == "" {
 				d := &appsv1.Deployment{}
 				d.SetNamespace(ns)
 				d.SetName(c.name)
-				return "deleted the Deployment " + c.name, ignoreNotFound(l.c.Delete(context.Background(), d))
+				return "deleted the Deployment " + c.name, client.IgnoreNotFound(l.C.Delete(context.Background(), d))
 			}
 			var p map[string]any
 			_ = json.Unmarshal([]byte(c.patch), &p)
-			return fmt.Sprintf("edited %s %s: %s", c.resource, c.name, c.patch), ignoreNotFound(l.patch(ns, c.resource, c.name, p))
+			return fmt.Sprintf("edited %s %s: %s", c.resource, c.name, c.patch), client.IgnoreNotFound(l.patch(ns, c.resource, c.name, p))
 		}
 	default:
 		b := banners[rng.IntN(len(banners))]
-		return func(l *lesson, ns string) (string, error) {
-			p := promocion(ns, 0, 1)
+		return func(l *Lesson, ns string) (string, error) {
+			p := Promocion(ns, 0, 1)
 			p.SetName(name)
 			_ = unstructured.SetNestedField(p.Object, b, "spec", "banner")
-			err := ignoreNotFound(l.c.Delete(context.Background(), p.DeepCopy()))
+			err := client.IgnoreNotFound(l.C.Delete(context.Background(), p.DeepCopy()))
 			if err == nil {
-				err = l.c.Create(context.Background(), p)
+				err = l.C.Create(context.Background(), p)
 			}
 			return "deleted and created again " + name, err
 		}
 	}
 }
 
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // walk takes steps from seed on ns, with the oracle at random quiet points
 // (and at the last step); it returns the first step at which the world was
 // wrong, or -1.
-func walk(l *lesson, ns string, untouched func() []string, seed uint64, steps int) (int, result) {
+func walk(l *Lesson, ns string, untouched func() []string, seed uint64, steps int) (int, result) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	quietPoints := 0
 	var r result
 	for i := range steps {
 		what, err := nextAction(rng)(l, ns)
 		if err != nil {
-			l.t.Errorf("seed %d, step %d (%s): %v", seed, i, what, err)
+			l.T.Errorf("seed %d, step %d (%s): %v", seed, i, what, err)
 			return i, r
 		}
 		if rng.IntN(25) == 0 || i == steps-1 {
@@ -156,14 +149,14 @@ func walk(l *lesson, ns string, untouched func() []string, seed uint64, steps in
 // operator, in a fresh namespace, makes the same world from the current
 // specs. A failing walk is replayed on shorter prefixes, to name the shortest
 // that still fails.
-func fuzz(l *lesson, seeds []uint64, steps int) result {
+func fuzz(l *Lesson, seeds []uint64, steps int) result {
 	r := result{scenario: "Spec-transition fuzzing", faults: fmt.Sprintf("random walks of %d steps (seeds %v): valid and invalid changes, edits and deletions of children, deletes and recreates", steps, seeds)}
 	for _, seed := range seeds {
 		ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-paseo-%d", seed%100000))
 		fresh, _ := l.scenarioNamespace(fmt.Sprintf("caos-paseo-%d-nuevo", seed%100000))
-		k := l.kubelet(fmt.Sprintf("paseo-%d", seed%100000), l.kubeconfig, "--namespace="+ns, "--namespace="+fresh)
+		k := l.kubelet(fmt.Sprintf("paseo-%d", seed%100000), l.Kubeconfig, "--namespace="+ns, "--namespace="+fresh)
 		k.waitRunning(time.Time{})
-		l.createPromociones(ns, walkPromociones, 1)
+		l.CreatePromociones(ns, walkPromociones, 1)
 		failedAt, res := walk(l, ns, untouched, seed, steps)
 		r.cases += steps
 		r.checked, r.wrong, r.converged = r.checked+res.checked, r.wrong+res.wrong, res.converged
@@ -176,7 +169,7 @@ func fuzz(l *lesson, seeds []uint64, steps int) result {
 		if diff := l.historyIndependent(ns, fresh); diff != "" {
 			r.wrong++
 			same = "but a fresh namespace made another world"
-			l.t.Errorf("seed %d: the world after %d steps is not what a fresh operator makes of the same specs:\n%s", seed, steps, diff)
+			l.T.Errorf("seed %d: the world after %d steps is not what a fresh operator makes of the same specs:\n%s", seed, steps, diff)
 		}
 		k.stop()
 		r.notes += fmt.Sprintf("seed %d: %s, %s; ", seed, res.notes, same)
@@ -187,14 +180,14 @@ func fuzz(l *lesson, seeds []uint64, steps int) result {
 
 // shortestFailing replays the walk of seed on prefixes shorter than failedAt+1
 // steps, halving, in fresh namespaces, and names the shortest that fails.
-func shortestFailing(l *lesson, seed uint64, failedAt int) string {
+func shortestFailing(l *Lesson, seed uint64, failedAt int) string {
 	lo, hi := 0, failedAt+1 // hi fails
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
 		ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-prefijo-%d-%d", seed%100000, mid))
-		k := l.kubelet(fmt.Sprintf("prefijo-%d", mid), l.kubeconfig, "--namespace="+ns)
+		k := l.kubelet(fmt.Sprintf("prefijo-%d", mid), l.Kubeconfig, "--namespace="+ns)
 		k.waitRunning(time.Time{})
-		l.createPromociones(ns, walkPromociones, 1)
+		l.CreatePromociones(ns, walkPromociones, 1)
 		// The test has failed already; a replay that fails adds its own errors.
 		if at, _ := walk(l, ns, untouched, seed, mid); at >= 0 {
 			hi = mid
@@ -209,21 +202,21 @@ func shortestFailing(l *lesson, seed uint64, failedAt int) string {
 // historyIndependent copies the specs of ns's Promociones into fresh, waits
 // for the operator to make them there, and says how the two worlds differ in
 // what the operator owns.
-func (l *lesson) historyIndependent(ns, fresh string) string {
-	l.t.Helper()
+func (l *Lesson) historyIndependent(ns, fresh string) string {
+	l.T.Helper()
 	ctx := context.Background()
 	var promos unstructured.UnstructuredList
 	promos.SetAPIVersion("tienda.example.com/v1")
 	promos.SetKind("PromocionList")
-	if err := l.c.List(ctx, &promos, client.InNamespace(ns)); err != nil {
-		l.t.Fatal(err)
+	if err := l.C.List(ctx, &promos, client.InNamespace(ns)); err != nil {
+		l.T.Fatal(err)
 	}
 	for _, p := range promos.Items {
 		q := &unstructured.Unstructured{Object: map[string]any{"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "spec": p.Object["spec"]}}
 		q.SetName(p.GetName())
 		q.SetNamespace(fresh)
-		if err := l.c.Create(ctx, q); err != nil {
-			l.t.Fatal(err)
+		if err := l.C.Create(ctx, q); err != nil {
+			l.T.Fatal(err)
 		}
 	}
 	var res result
@@ -238,8 +231,8 @@ func (l *lesson) historyIndependent(ns, fresh string) string {
 			{p.GetName(), &appsv1.Deployment{}, &appsv1.Deployment{}},
 			{p.GetName(), &corev1.Service{}, &corev1.Service{}},
 		} {
-			errA := l.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pair.name}, pair.a)
-			errB := l.c.Get(ctx, types.NamespacedName{Namespace: fresh, Name: pair.name}, pair.b)
+			errA := l.C.Get(ctx, types.NamespacedName{Namespace: ns, Name: pair.name}, pair.a)
+			errB := l.C.Get(ctx, types.NamespacedName{Namespace: fresh, Name: pair.name}, pair.b)
 			if err := errors.Join(errA, errB); err != nil {
 				diffs = append(diffs, err.Error())
 				continue
@@ -267,12 +260,12 @@ func owned(obj client.Object) any {
 }
 
 // patchSpec merge-patches a Promocion's spec (a nil value removes the field).
-func (l *lesson) patchSpec(ns, name string, spec map[string]any) error {
+func (l *Lesson) patchSpec(ns, name string, spec map[string]any) error {
 	return l.patch(ns, "promociones", name, map[string]any{"spec": spec})
 }
 
 // patch merge-patches an object of ns.
-func (l *lesson) patch(ns, resource, name string, patch map[string]any) error {
+func (l *Lesson) patch(ns, resource, name string, patch map[string]any) error {
 	b, err := json.Marshal(patch)
 	if err != nil {
 		return err
@@ -294,14 +287,14 @@ func (l *lesson) patch(ns, resource, name string, patch map[string]any) error {
 	}
 	obj.SetNamespace(ns)
 	obj.SetName(name)
-	return l.c.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, b))
+	return l.C.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, b))
 }
 
 // generation is the Promocion's metadata.generation, which only a change of
 // its spec moves (the operator's status writes do not).
-func (l *lesson) generation(ns, name string) (int64, error) {
-	p := promocion(ns, 0, 0)
+func (l *Lesson) generation(ns, name string) (int64, error) {
+	p := Promocion(ns, 0, 0)
 	p.SetName(name)
-	err := l.c.Get(context.Background(), client.ObjectKeyFromObject(p), p)
+	err := l.C.Get(context.Background(), client.ObjectKeyFromObject(p), p)
 	return p.GetGeneration(), err
 }

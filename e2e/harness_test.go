@@ -31,55 +31,73 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
-	name    = "rebajas-verano"
-	banner  = "https://tienda.example.com"
-	sa      = "system:serviceaccount:default:operador-promociones"
-	timeout = 90 * time.Second
+	Name    = "rebajas-verano"
+	Banner  = "https://tienda.example.com"
+	SA      = "system:serviceaccount:default:operador-promociones"
+	Timeout = 90 * time.Second
 )
 
-// lesson is one test's view of the shared cluster.
-type lesson struct {
-	t          *testing.T
-	root, tmp  string
-	kubectlBin string
-	kubeconfig string
+// Lesson is one test's view of the shared cluster.
+type Lesson struct {
+	T          *testing.T
+	Root, Tmp  string
+	KubectlBin string
+	Kubeconfig string
 	logs       []string         // every operator log file, dumped if the test fails
-	c          client.WithWatch // the admin's client
+	C          client.WithWatch // the admin's client
 }
 
-// newLesson gives a test the shared cluster, a folder for its logs, and a dump
+// NewLesson gives a test the shared cluster, a folder for its logs, and a dump
 // of the operator's logs and the cluster's state if it fails.
-func newLesson(t *testing.T) *lesson {
-	l := &lesson{t: t, root: env.root, tmp: t.TempDir(), kubectlBin: env.kubectlBin, kubeconfig: env.kubeconfig}
+func NewLesson(t *testing.T) *Lesson {
+	l := &Lesson{T: t, Root: Env.Root, Tmp: t.TempDir(), KubectlBin: Env.KubectlBin, Kubeconfig: Env.Kubeconfig}
 	t.Cleanup(l.dumpOnFailure)
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling, as the operator
-	if l.c, err = client.NewWithWatch(cfg, client.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	l.C = l.ClientFor(l.Kubeconfig)
 	return l
 }
 
-func (l *lesson) step(n, title string) {
-	l.t.Helper()
-	l.t.Logf("===== Step %s: %s", n, title)
+// RestConfig is kubeconfig's connection and identity.
+func (l *Lesson) RestConfig(kubeconfig string) *rest.Config {
+	l.T.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return cfg
 }
 
-func (l *lesson) logf(format string, args ...any) {
-	l.t.Helper()
-	l.t.Logf("    "+format, args...)
+// ClientFor is a client with kubeconfig's identity and, like the operator, no
+// client-side rate limit. Every client of the tests is made here.
+func (l *Lesson) ClientFor(kubeconfig string) client.WithWatch {
+	l.T.Helper()
+	cfg := l.RestConfig(kubeconfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return c
 }
 
-func (l *lesson) tryKubectl(args ...string) (string, error) {
-	cmd := exec.Command(l.kubectlBin, append([]string{"--kubeconfig", l.kubeconfig}, args...)...)
+func (l *Lesson) Step(n, title string) {
+	l.T.Helper()
+	l.T.Logf("===== Step %s: %s", n, title)
+}
+
+func (l *Lesson) Logf(format string, args ...any) {
+	l.T.Helper()
+	l.T.Logf("    "+format, args...)
+}
+
+func (l *Lesson) TryKubectl(args ...string) (string, error) {
+	cmd := exec.Command(l.KubectlBin, append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -89,41 +107,41 @@ func (l *lesson) tryKubectl(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// canI is kubectl auth can-i as user: "yes" or "no".
-func (l *lesson) canI(user string, args ...string) string {
-	out, _ := l.tryKubectl(append(append([]string{"auth", "can-i"}, args...), "--as="+user)...) // exit 1 for "no"
+// CanI is kubectl auth can-i as user: "yes" or "no".
+func (l *Lesson) CanI(user string, args ...string) string {
+	out, _ := l.TryKubectl(append(append([]string{"auth", "can-i"}, args...), "--as="+user)...) // exit 1 for "no"
 	return out
 }
 
-func (l *lesson) expectCanI(user, want string, args ...string) {
-	l.t.Helper()
-	if got := l.canI(user, args...); got != want {
-		l.t.Errorf("kubectl auth can-i %s --as=%s: %q, want %q", strings.Join(args, " "), user, got, want)
+func (l *Lesson) ExpectCanI(user, want string, args ...string) {
+	l.T.Helper()
+	if got := l.CanI(user, args...); got != want {
+		l.T.Errorf("kubectl auth can-i %s --as=%s: %q, want %q", strings.Join(args, " "), user, got, want)
 	}
 }
 
-// runCombined runs a command and returns its stdout and stderr together:
+// RunCombined runs a command and returns its stdout and stderr together:
 // kubectl prints admission warnings on stderr.
-func runCombined(name string, args ...string) (string, error) {
+func RunCombined(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
 }
 
-// kubectl runs kubectl as the admin, failing the test if it fails.
-func (l *lesson) kubectl(args ...string) string {
-	l.t.Helper()
-	out, err := l.tryKubectl(args...)
+// Kubectl runs Kubectl as the admin, failing the test if it fails.
+func (l *Lesson) Kubectl(args ...string) string {
+	l.T.Helper()
+	out, err := l.TryKubectl(args...)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	return out
 }
 
 // ----- waiting -----
 
-// poll calls check every interval until it returns nil, and gives up after
+// Poll calls check every interval until it returns nil, and gives up after
 // within with check's last error. Every wait of these tests is this loop.
-func poll(within, every time.Duration, check func() error) error {
+func Poll(within, every time.Duration, check func() error) error {
 	deadline := time.Now().Add(within)
 	for {
 		err := check()
@@ -134,115 +152,115 @@ func poll(within, every time.Duration, check func() error) error {
 	}
 }
 
-// waitFor polls check until it holds, and returns when it did; after within,
+// WaitFor polls check until it holds, and returns when it did; after within,
 // it fails the test.
-func (l *lesson) waitFor(what string, within, every time.Duration, check func() error) time.Time {
-	l.t.Helper()
-	if err := poll(within, every, check); err != nil {
-		l.t.Fatalf("%s: not true after %s: %v", what, within, err)
+func (l *Lesson) WaitFor(what string, within, every time.Duration, check func() error) time.Time {
+	l.T.Helper()
+	if err := Poll(within, every, check); err != nil {
+		l.T.Fatalf("%s: not true after %s: %v", what, within, err)
 	}
-	l.logf("ok: %s", what)
+	l.Logf("ok: %s", what)
 	return time.Now()
 }
 
-func (l *lesson) eventually(what string, check func() error) {
-	l.t.Helper()
-	l.waitFor(what, timeout, 100*time.Millisecond, check)
+func (l *Lesson) Eventually(what string, check func() error) {
+	l.T.Helper()
+	l.WaitFor(what, Timeout, 100*time.Millisecond, check)
 }
 
-func (l *lesson) dumpOnFailure() {
-	if !l.t.Failed() {
+func (l *Lesson) dumpOnFailure() {
+	if !l.T.Failed() {
 		return
 	}
 	for _, f := range l.logs {
 		b, _ := os.ReadFile(f)
-		l.t.Logf("----- operator log %s -----\n%s", filepath.Base(f), b)
+		l.T.Logf("----- operator log %s -----\n%s", filepath.Base(f), b)
 	}
 	for _, args := range [][]string{
 		{"get", "all,cm,promociones", "-o", "wide"},
 		{"get", "events", "--sort-by=.lastTimestamp"},
 		{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
 	} {
-		out, err := l.tryKubectl(args...)
-		l.t.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
+		out, err := l.TryKubectl(args...)
+		l.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
 	}
 }
 
 // ----- operator processes -----
 
-// operator is a running operator process.
-type operator struct {
-	cmd                   *exec.Cmd
-	log                   string
-	startedAt             time.Time
-	metricsURL, probesURL string // http://127.0.0.1:port
-	done                  chan struct{}
-	err                   error
+// Operator is a running Operator process.
+type Operator struct {
+	Cmd                   *exec.Cmd
+	Log                   string
+	StartedAt             time.Time
+	MetricsURL, ProbesURL string // http://127.0.0.1:port
+	Done                  chan struct{}
+	Err                   error
 }
 
-// launch is an operator process to start.
-type launch struct {
-	who        string // names its log
-	kubeconfig string // default: the admin's
-	binary     string // default: the operator built for the tests
-	args       []string
-	// secureMetrics serves /metrics as in production, over HTTPS to
+// Launch is an operator process to start.
+type Launch struct {
+	Who        string // names its log
+	Kubeconfig string // default: the admin's
+	Binary     string // default: the operator built for the tests
+	Args       []string
+	// SecureMetrics serves /metrics as in production, over HTTPS to
 	// authorized tokens; by default the tests read it in plain HTTP.
-	secureMetrics bool
-	// plainMetricsOnly: a build from before --metrics-secure, which serves
+	SecureMetrics bool
+	// PlainMetricsOnly: a build from before --metrics-secure, which serves
 	// plain HTTP and knows no such flag.
-	plainMetricsOnly bool
-	// flagless: a binary that takes no flags (the lesson's operator), whose
+	PlainMetricsOnly bool
+	// Flagless: a binary that takes no flags (the lesson's operator), whose
 	// metrics are on controller-runtime's default :8080.
-	flagless bool
+	Flagless bool
 }
 
-// start runs an operator process, its metrics and probes on free ports of
+// Start runs an operator process, its metrics and probes on free ports of
 // loopback; it is killed when the test ends, if it still runs.
-func (l *lesson) start(s launch) *operator {
-	l.t.Helper()
-	if s.kubeconfig == "" {
-		s.kubeconfig = l.kubeconfig
+func (l *Lesson) Start(s Launch) *Operator {
+	l.T.Helper()
+	if s.Kubeconfig == "" {
+		s.Kubeconfig = l.Kubeconfig
 	}
-	if s.binary == "" {
-		s.binary = env.operator
+	if s.Binary == "" {
+		s.Binary = Env.Operator
 	}
-	addrs := freeAddresses(l.t, 2)
+	addrs := FreeAddresses(l.T, 2)
 	metrics, probes := addrs[0], addrs[1]
-	o := &operator{log: filepath.Join(l.tmp, fmt.Sprintf("operator-%d-%s.log", len(l.logs)+1, s.who)), done: make(chan struct{}),
-		metricsURL: "http://" + metrics, probesURL: "http://" + probes}
+	o := &Operator{Log: filepath.Join(l.Tmp, fmt.Sprintf("operator-%d-%s.log", len(l.logs)+1, s.Who)), Done: make(chan struct{}),
+		MetricsURL: "http://" + metrics, ProbesURL: "http://" + probes}
 	flags := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--metrics-secure=false"}
 	switch {
-	case s.secureMetrics:
-		o.metricsURL, flags = "https://"+metrics, flags[:2]
-	case s.plainMetricsOnly:
+	case s.SecureMetrics:
+		o.MetricsURL, flags = "https://"+metrics, flags[:2]
+	case s.PlainMetricsOnly:
 		flags = flags[:2]
-	case s.flagless:
-		o.metricsURL, o.probesURL, flags = "http://127.0.0.1:8080", "", nil
+	case s.Flagless:
+		o.MetricsURL, o.ProbesURL, flags = "http://127.0.0.1:8080", "", nil
 	}
-	f, err := os.Create(o.log)
+	f, err := os.Create(o.Log)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
-	l.logs = append(l.logs, o.log)
-	o.cmd = exec.Command(s.binary, append(flags, s.args...)...)
-	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	o.cmd.Stdout, o.cmd.Stderr = f, f
-	o.startedAt = time.Now()
-	if err := o.cmd.Start(); err != nil {
-		l.t.Fatal(err)
+	l.logs = append(l.logs, o.Log)
+	o.Cmd = exec.Command(s.Binary, append(flags, s.Args...)...)
+	o.Cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig)
+	o.Cmd.Stdout, o.Cmd.Stderr = f, f
+	o.StartedAt = time.Now()
+	if err := o.Cmd.Start(); err != nil {
+		l.T.Fatal(err)
 	}
-	go func() { o.err = o.cmd.Wait(); _ = f.Close(); close(o.done) }()
-	l.t.Cleanup(func() { _ = o.cmd.Process.Kill(); <-o.done })
-	l.logf("operator started as %s (pid %d, log %s)", s.who, o.cmd.Process.Pid, o.log)
+	go func() { o.Err = o.Cmd.Wait(); _ = f.Close(); close(o.Done) }()
+	l.T.Cleanup(func() { _ = o.Cmd.Process.Kill(); <-o.Done })
+	l.Logf("operator started as %s (pid %d, log %s)", s.Who, o.Cmd.Process.Pid, o.Log)
 	return o
 }
 
-// freeAddresses are n distinct loopback addresses free to listen on: all held
+// FreeAddresses are n distinct loopback addresses free to listen on: all held
 // open until chosen, so that no two are the same, and below Linux's ephemeral
 // range (32768 and up), so that no outgoing connection of the operator takes
 // one before it listens there.
-func freeAddresses(t *testing.T, n int) []string {
+func FreeAddresses(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
 	for tries := 0; len(addrs) < n; tries++ {
@@ -259,32 +277,32 @@ func freeAddresses(t *testing.T, n int) []string {
 	return addrs
 }
 
-func (o *operator) exited() bool {
+func (o *Operator) Exited() bool {
 	select {
-	case <-o.done:
+	case <-o.Done:
 		return true
 	default:
 		return false
 	}
 }
 
-// stop sends SIGTERM, as the kubelet would, and expects a clean exit.
-func (o *operator) stop(t *testing.T) {
+// Stop sends SIGTERM, as the kubelet would, and expects a clean exit.
+func (o *Operator) Stop(t *testing.T) {
 	t.Helper()
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	_ = o.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-o.done:
-		if o.err != nil {
-			t.Errorf("the operator exited with %v after SIGTERM, want 0", o.err)
+	case <-o.Done:
+		if o.Err != nil {
+			t.Errorf("the operator exited with %v after SIGTERM, want 0", o.Err)
 		}
 	case <-time.After(time.Minute):
 		t.Errorf("the operator did not exit within a minute of SIGTERM")
 	}
 }
 
-// firstLine is the first line of the log matching pattern ("" for the first line).
-func (o *operator) firstLine(pattern string) string {
-	b, _ := os.ReadFile(o.log)
+// FirstLine is the first line of the log matching pattern ("" for the first line).
+func (o *Operator) FirstLine(pattern string) string {
+	b, _ := os.ReadFile(o.Log)
 	re := regexp.MustCompile(pattern)
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if re.MatchString(line) {
@@ -294,9 +312,9 @@ func (o *operator) firstLine(pattern string) string {
 	return ""
 }
 
-// logHas reports an error unless the log matches every pattern.
-func (o *operator) logHas(patterns ...string) error {
-	b, _ := os.ReadFile(o.log)
+// LogHas reports an error unless the log matches every pattern.
+func (o *Operator) LogHas(patterns ...string) error {
+	b, _ := os.ReadFile(o.Log)
 	for _, p := range patterns {
 		if !regexp.MustCompile(p).Match(b) {
 			return fmt.Errorf("the log has no line matching %q", p)
@@ -305,23 +323,23 @@ func (o *operator) logHas(patterns ...string) error {
 	return nil
 }
 
-// logLines counts the lines of the log matching pattern.
-func (o *operator) logLines(pattern string) int {
-	b, _ := os.ReadFile(o.log)
+// LogLines counts the lines of the log matching pattern.
+func (o *Operator) LogLines(pattern string) int {
+	b, _ := os.ReadFile(o.Log)
 	return len(regexp.MustCompile(`(?m)`+pattern).FindAll(b, -1))
 }
 
-// waitForLog waits until the operator's log matches pattern and returns when
+// WaitForLog waits until the operator's log matches pattern and returns when
 // it first saw it.
-func (l *lesson) waitForLog(o *operator, what, pattern string) time.Time {
-	l.t.Helper()
-	return l.waitFor(what, timeout, 20*time.Millisecond, func() error { return o.logHas(pattern) })
+func (l *Lesson) WaitForLog(o *Operator, what, pattern string) time.Time {
+	l.T.Helper()
+	return l.WaitFor(what, Timeout, 20*time.Millisecond, func() error { return o.LogHas(pattern) })
 }
 
-// metric adds up the samples of a Prometheus metric whose labels match (all
+// Metric adds up the samples of a Prometheus Metric whose labels match (all
 // of them if match is nil); -1 if the operator does not answer.
-func (o *operator) metric(name string, match func(labels string) bool) float64 {
-	resp, err := metricsClient.Get(o.metricsURL + "/metrics")
+func (o *Operator) Metric(name string, match func(labels string) bool) float64 {
+	resp, err := metricsClient.Get(o.MetricsURL + "/metrics")
 	if err != nil {
 		return -1
 	}
@@ -350,33 +368,33 @@ var metricsClient = &http.Client{Timeout: 5 * time.Second}
 
 var writeMethod = regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`)
 
-// writes is how many writes the operator's client has sent.
-func (o *operator) writes() float64 {
-	return o.metric("rest_client_requests_total", writeMethod.MatchString)
+// Writes is how many Writes the operator's client has sent.
+func (o *Operator) Writes() float64 {
+	return o.Metric("rest_client_requests_total", writeMethod.MatchString)
 }
 
-// waitMetric polls a counter until it reaches at least min, and returns when.
-func (l *lesson) waitMetric(o *operator, name string, min float64) time.Time {
-	l.t.Helper()
-	return l.waitFor(fmt.Sprintf("%s reaches %v", name, min), 10*time.Minute, 10*time.Millisecond, func() error {
-		if o.exited() {
+// WaitMetric polls a counter until it reaches at least min, and returns when.
+func (l *Lesson) WaitMetric(o *Operator, name string, min float64) time.Time {
+	l.T.Helper()
+	return l.WaitFor(fmt.Sprintf("%s reaches %v", name, min), 10*time.Minute, 10*time.Millisecond, func() error {
+		if o.Exited() {
 			return errors.New("the operator exited")
 		}
-		if got := o.metric(name, nil); got < min {
+		if got := o.Metric(name, nil); got < min {
 			return fmt.Errorf("%v", got)
 		}
 		return nil
 	})
 }
 
-// waitIdle waits until the operator has taken every queued Promocion and
+// WaitIdle waits until the operator has taken every queued Promocion and
 // finished reconciling it: the positive sign that it has seen, and passed
 // over, what came before.
-func (l *lesson) waitIdle(o *operator) {
-	l.t.Helper()
-	l.waitFor("the operator has nothing queued or in progress", timeout, 50*time.Millisecond, func() error {
-		queued := o.metric("workqueue_depth", func(l string) bool { return strings.Contains(l, `name="promocion"`) })
-		working := o.metric("controller_runtime_active_workers", func(l string) bool { return strings.Contains(l, `controller="promocion"`) })
+func (l *Lesson) WaitIdle(o *Operator) {
+	l.T.Helper()
+	l.WaitFor("the operator has nothing queued or in progress", Timeout, 50*time.Millisecond, func() error {
+		queued := o.Metric("workqueue_depth", func(l string) bool { return strings.Contains(l, `name="promocion"`) })
+		working := o.Metric("controller_runtime_active_workers", func(l string) bool { return strings.Contains(l, `controller="promocion"`) })
 		if queued != 0 || working != 0 {
 			return fmt.Errorf("%v queued, %v reconciling", queued, working)
 		}
@@ -384,16 +402,16 @@ func (l *lesson) waitIdle(o *operator) {
 	})
 }
 
-// rss reads the process's peak and current resident memory, in MiB.
-func (o *operator) rss(t *testing.T) (peak, now float64) {
-	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+// RSS reads the process's peak and current resident memory, in MiB.
+func (o *Operator) RSS(t *testing.T) (peak, now float64) {
+	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	kb := func(field string) float64 {
 		m := regexp.MustCompile(field + `:\s+(\d+) kB`).FindSubmatch(f)
 		if m == nil {
-			t.Fatalf("no %s in /proc/%d/status", field, o.cmd.Process.Pid)
+			t.Fatalf("no %s in /proc/%d/status", field, o.Cmd.Process.Pid)
 		}
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		return v / 1024
@@ -403,34 +421,34 @@ func (o *operator) rss(t *testing.T) (peak, now float64) {
 
 // ----- the API server's audit log -----
 
-// request is one write in the API server's audit log (hack/cluster.sh logs
+// Request is one write in the API server's audit log (hack/cluster.sh logs
 // every create, update, patch and delete).
-type request struct {
-	at                time.Time
-	user, userAgent   string
-	verb, uri, object string // object: resource/namespace/name
-	code              int
+type Request struct {
+	At                time.Time
+	User, UserAgent   string
+	Verb, URI, Object string // object: resource/namespace/name
+	Code              int
 }
 
-func (r request) String() string {
-	return fmt.Sprintf("%s %s %s -> %d", r.at.Format(time.StampMicro), r.verb, r.uri, r.code)
+func (r Request) String() string {
+	return fmt.Sprintf("%s %s %s -> %d", r.At.Format(time.StampMicro), r.Verb, r.URI, r.Code)
 }
 
-// audit returns the writes logged after t that keep says to.
-func (l *lesson) audit(t time.Time, keep func(request) bool) []request {
-	l.t.Helper()
-	f, err := os.Open(filepath.Join(env.clusterDir, "logs", "audit.log"))
+// Audit returns the writes logged after t that keep says to.
+func (l *Lesson) Audit(t time.Time, keep func(Request) bool) []Request {
+	l.T.Helper()
+	f, err := os.Open(filepath.Join(Env.ClusterDir, "logs", "audit.log"))
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	return readAudit(f, t, keep)
+	return ReadAudit(f, t, keep)
 }
 
-// readAudit reads audit log lines from r: the writes logged after t that
+// ReadAudit reads audit log lines from r: the writes logged after t that
 // keep says to.
-func readAudit(r io.Reader, t time.Time, keep func(request) bool) []request {
-	var rs []request
+func ReadAudit(r io.Reader, t time.Time, keep func(Request) bool) []Request {
+	var rs []Request
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -444,7 +462,7 @@ func readAudit(r io.Reader, t time.Time, keep func(request) bool) []request {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || !e.Received.After(t) {
 			continue
 		}
-		r := request{e.Received.Time, e.User.Username, e.UserAgent, e.Verb, strings.Split(e.RequestURI, "?")[0],
+		r := Request{e.Received.Time, e.User.Username, e.UserAgent, e.Verb, strings.Split(e.RequestURI, "?")[0],
 			e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name, e.ResponseStatus.Code}
 		if keep(r) {
 			rs = append(rs, r)
@@ -453,83 +471,83 @@ func readAudit(r io.Reader, t time.Time, keep func(request) bool) []request {
 	return rs
 }
 
-// operatorWrites are the writes of operators after t: their user agent is the
+// OperatorWrites are the writes of operators after t: their user agent is the
 // operator's name, whatever identity they run as.
-func (l *lesson) operatorWrites(t time.Time) []request {
-	return l.audit(t, func(r request) bool { return r.userAgent == "operador-promociones" })
+func (l *Lesson) OperatorWrites(t time.Time) []Request {
+	return l.Audit(t, func(r Request) bool { return r.UserAgent == "operador-promociones" })
 }
 
-// auditSize is where the audit log ends now: auditFrom reads from there, so
+// AuditSize is where the audit log ends now: auditFrom reads from there, so
 // that each run reads only its own part of a log that grows by millions of lines.
-func (l *lesson) auditSize() int64 {
-	st, err := os.Stat(filepath.Join(env.clusterDir, "logs", "audit.log"))
+func (l *Lesson) AuditSize() int64 {
+	st, err := os.Stat(filepath.Join(Env.ClusterDir, "logs", "audit.log"))
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	return st.Size()
 }
 
-// auditFrom is the writes logged after offset that keep says to. If the API server
+// AuditFrom is the writes logged after offset that keep says to. If the API server
 // rotated the log since (--audit-log-maxsize), the rest of the older file
 // is read first.
-func (l *lesson) auditFrom(offset int64, keep func(request) bool) []request {
-	dir := filepath.Join(env.clusterDir, "logs")
-	read := func(name string, from int64) []request {
+func (l *Lesson) AuditFrom(offset int64, keep func(Request) bool) []Request {
+	dir := filepath.Join(Env.ClusterDir, "logs")
+	read := func(name string, from int64) []Request {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
 		defer func() { _ = f.Close() }()
 		if _, err := f.Seek(from, 0); err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
-		return readAudit(f, time.Time{}, keep)
+		return ReadAudit(f, time.Time{}, keep)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "audit.log")); err == nil && st.Size() >= offset {
 		return read("audit.log", offset)
 	}
 	rotated, _ := filepath.Glob(filepath.Join(dir, "audit-*.log")) // named by time: the last is the newest
 	if len(rotated) == 0 {
-		l.t.Fatal("the audit log is shorter than before and no rotated file is there")
+		l.T.Fatal("the audit log is shorter than before and no rotated file is there")
 	}
 	return append(read(filepath.Base(rotated[len(rotated)-1]), offset), read("audit.log", 0)...)
 }
 
-// auditFlushed waits until the audit log holds a write made now, so that it
+// AuditFlushed waits until the audit log holds a write made now, so that it
 // holds every write made before.
-func (l *lesson) auditFlushed() {
-	l.t.Helper()
+func (l *Lesson) AuditFlushed() {
+	l.T.Helper()
 	// Named here: the audit log names no object the API server named itself (generateName).
 	sentinel := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": fmt.Sprintf("auditoria-%d", time.Now().UnixNano()), "namespace": "default"}}}
-	from := l.auditSize() // the sentinel's line comes after: what is before need not be read again
-	if err := l.c.Create(context.Background(), sentinel); err != nil {
-		l.t.Fatal(err)
+	from := l.AuditSize() // the sentinel's line comes after: what is before need not be read again
+	if err := l.C.Create(context.Background(), sentinel); err != nil {
+		l.T.Fatal(err)
 	}
-	l.t.Cleanup(func() { _ = l.c.Delete(context.Background(), sentinel) })
-	l.eventually("the audit log is written up to now", func() error {
-		if len(l.auditFrom(from, func(r request) bool { return strings.HasSuffix(r.object, "/"+sentinel.GetName()) })) == 0 {
+	l.T.Cleanup(func() { _ = l.C.Delete(context.Background(), sentinel) })
+	l.Eventually("the audit log is written up to now", func() error {
+		if len(l.AuditFrom(from, func(r Request) bool { return strings.HasSuffix(r.Object, "/"+sentinel.GetName()) })) == 0 {
 			return errors.New("not yet")
 		}
 		return nil
 	})
 }
 
-// oracle lists how ns differs from what a fresh operator, running with the
+// Oracle lists how ns differs from what a fresh operator, running with the
 // web image image ("" for the default), would make of its Promociones
-// (oracle.go, a test-only build of the operator's own code).
-func (l *lesson) oracle(ns, image string) []string {
-	l.t.Helper()
+// (Oracle.go, a test-only build of the operator's own code).
+func (l *Lesson) Oracle(ns, image string) []string {
+	l.T.Helper()
 	args := []string{"-oracle", ns}
 	if image != "" {
 		args = append(args, image)
 	}
-	cmd := exec.Command(env.oracle, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+	cmd := exec.Command(Env.Oracle, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig)
 	out, err := cmd.Output()
 	var exit *exec.ExitError
 	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) { // 1: the world differs
-		l.t.Fatalf("the oracle: %v\n%s", err, out)
+		l.T.Fatalf("the oracle: %v\n%s", err, out)
 	}
 	if len(bytes.TrimSpace(out)) == 0 {
 		return nil
@@ -539,32 +557,32 @@ func (l *lesson) oracle(ns, image string) []string {
 
 // ----- namespaces and Promociones -----
 
-// namespace creates a namespace whose Pods go to kwok's nodes: the tests that
+// Namespace creates a Namespace whose Pods go to kwok's nodes: the tests that
 // make hundreds of them, or that need no process behind them, use it.
-func (l *lesson) namespace(name string) string {
-	l.kubectl("create", "namespace", name)
-	l.kubectl("annotate", "namespace", name, "scheduler.alpha.kubernetes.io/node-selector=type=kwok")
+func (l *Lesson) Namespace(name string) string {
+	l.Kubectl("create", "namespace", name)
+	l.Kubectl("annotate", "namespace", name, "scheduler.alpha.kubernetes.io/node-selector=type=kwok")
 	return name
 }
 
-// deleteNamespace deletes ns and waits until it is gone, so that its garbage
+// DeleteNamespace deletes ns and waits until it is gone, so that its garbage
 // collection does not weigh on the next measurement.
-func (l *lesson) deleteNamespace(ns string) {
-	l.kubectl("delete", "namespace", ns, "--timeout=10m")
+func (l *Lesson) DeleteNamespace(ns string) {
+	l.Kubectl("delete", "namespace", ns, "--timeout=10m")
 }
 
-// parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
+// Parallel runs f(0..n-1) on workers goroutines, failing the test on an error.
 // An object that already exists is not one.
-func (l *lesson) parallel(n, workers int, f func(i int) error) {
-	l.t.Helper()
-	if err := parallelErr(n, workers, f); err != nil {
-		l.t.Fatal(err)
+func (l *Lesson) Parallel(n, workers int, f func(i int) error) {
+	l.T.Helper()
+	if err := ParallelErr(n, workers, f); err != nil {
+		l.T.Fatal(err)
 	}
 }
 
-// parallelErr is parallel for another goroutine than the test's: it returns
+// ParallelErr is parallel for another goroutine than the test's: it returns
 // the first error.
-func parallelErr(n, workers int, f func(i int) error) error {
+func ParallelErr(n, workers int, f func(i int) error) error {
 	next := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -586,14 +604,14 @@ func parallelErr(n, workers int, f func(i int) error) error {
 	return <-errs
 }
 
-// createPromociones creates promo-0 to promo-<n-1> in ns, 32 at a time.
-func (l *lesson) createPromociones(ns string, n, replicas int) {
-	l.parallel(n, 32, func(i int) error {
-		return l.c.Create(context.Background(), promocion(ns, i, replicas))
+// CreatePromociones creates promo-0 to promo-<n-1> in ns, 32 at a time.
+func (l *Lesson) CreatePromociones(ns string, n, replicas int) {
+	l.Parallel(n, 32, func(i int) error {
+		return l.C.Create(context.Background(), Promocion(ns, i, replicas))
 	})
 }
 
-func promocion(ns string, i, replicas int) *unstructured.Unstructured {
+func Promocion(ns string, i, replicas int) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
 		"metadata": map[string]any{"name": fmt.Sprintf("promo-%d", i), "namespace": ns},
@@ -601,31 +619,31 @@ func promocion(ns string, i, replicas int) *unstructured.Unstructured {
 	}}
 }
 
-// listo counts the Promociones of ns that are Listo.
-func (l *lesson) listo(ns string) int {
-	out, _ := l.tryKubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
+// Listo counts the Promociones of ns that are Listo.
+func (l *Lesson) Listo(ns string) int {
+	out, _ := l.TryKubectl("get", "promociones", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.fase}{\"\\n\"}{end}")
 	return strings.Count(out, "Listo")
 }
 
-// waitListo waits until n Promociones of ns are Listo.
-func (l *lesson) waitListo(ns string, n int) {
-	l.t.Helper()
-	l.eventually(fmt.Sprintf("%d Promociones Listo in %s", n, ns), func() error {
-		if got := l.listo(ns); got != n {
+// WaitListo waits until n Promociones of ns are Listo.
+func (l *Lesson) WaitListo(ns string, n int) {
+	l.T.Helper()
+	l.Eventually(fmt.Sprintf("%d Promociones Listo in %s", n, ns), func() error {
+		if got := l.Listo(ns); got != n {
 			return fmt.Errorf("%d of %d Listo", got, n)
 		}
 		return nil
 	})
 }
 
-// serviceAccountKubeconfig writes a kubeconfig holding a token for the
+// ServiceAccountKubeconfig writes a kubeconfig holding a token for the
 // ServiceAccount sa of default, as a Pod running as sa would have.
-func (l *lesson) serviceAccountKubeconfig(sa string) string {
-	l.t.Helper()
-	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=3h")
-	server := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
-	ca := l.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	path := filepath.Join(l.tmp, sa+".kubeconfig")
+func (l *Lesson) ServiceAccountKubeconfig(sa string) string {
+	l.T.Helper()
+	token := l.Kubectl("create", "token", sa, "-n", "default", "--duration=3h")
+	server := l.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
+	ca := l.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	path := filepath.Join(l.Tmp, sa+".kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: %q, certificate-authority-data: %q}}]
@@ -634,12 +652,12 @@ contexts: [{name: local, context: {cluster: local, user: operador-promociones, n
 current-context: local
 `, server, ca, token)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	return path
 }
 
-func httpGet(t *testing.T, url string) string {
+func HTTPGet(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -651,43 +669,133 @@ func httpGet(t *testing.T, url string) string {
 	return string(b)
 }
 
-// loadOperatorImage builds the operator's image, as make image does, for this
+// LoadOperatorImage builds the operator's image, as make image does, for this
 // machine's platform, and loads it into node-real's containerd, once a run:
 // the tests that run it share it.
-func (l *lesson) loadOperatorImage(tag string) {
-	l.t.Helper()
+func (l *Lesson) LoadOperatorImage(tag string) {
+	l.T.Helper()
 	if _, loaded := imagesLoaded.Load(tag); loaded {
-		l.logf("%s is on node-real, loaded by an earlier test", tag)
+		l.Logf("%s is on node-real, loaded by an earlier test", tag)
 		return
 	}
-	tarball := filepath.Join(l.tmp, "operador.tar")
-	build := exec.Command("go", "run", ".", "operator", "-repo", l.root, "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", tarball)
-	build.Dir = filepath.Join(l.root, "hack", "image")
+	tarball := filepath.Join(l.Tmp, "operador.tar")
+	build := exec.Command("go", "run", ".", "operator", "-repo", l.Root, "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", tarball)
+	build.Dir = filepath.Join(l.Root, "hack", "image")
 	if out, err := build.CombinedOutput(); err != nil {
-		l.t.Fatalf("building the image: %v\n%s", err, out)
+		l.T.Fatalf("building the image: %v\n%s", err, out)
 	}
-	if out, err := clusterSh("load", tarball).CombinedOutput(); err != nil {
-		l.t.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
+	if out, err := ClusterSh("load", tarball).CombinedOutput(); err != nil {
+		l.T.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
 	}
 	imagesLoaded.Store(tag, true)
-	l.logf("%s is on node-real", tag)
+	l.Logf("%s is on node-real", tag)
 }
 
 var imagesLoaded sync.Map // tag: true
 
-type syncBuffer struct {
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ----- shared by the suites -----
+
+// Splice writes report into file between the lines <!-- NAME begins --> and
+// <!-- NAME ends -->, keeping the rest; a file without them is replaced.
+func Splice(file, name, report string) error {
+	begin, end := "<!-- "+name+" begins -->\n", "<!-- "+name+" ends -->\n"
+	old, _ := os.ReadFile(file)
+	i, j := bytes.Index(old, []byte(begin)), bytes.Index(old, []byte(end))
+	if i < 0 || j < i {
+		return os.WriteFile(file, []byte(report), 0o644)
+	}
+	out := append(append(append([]byte{}, old[:i+len(begin)]...), report...), old[j:]...)
+	return os.WriteFile(file, out, 0o644)
+}
+
+// First is at most the First n of s.
+func First[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// Ms prints a duration in milliseconds, or seconds from 10 s up.
+func Ms(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// Identity makes a ServiceAccount of default with the operator's RBAC from
+// manifiestos/rbac.yaml (the ClusterRole, and the Lease's Role in default), so
+// that the API server sees the operator as a production install would: not
+// system:masters, and subject to API Priority and Fairness.
+// Everything goes away when the test ends: the lesson starts without RBAC.
+func (l *Lesson) Identity(name string) {
+	l.T.Helper()
+	rbac := filepath.Join(l.Root, "manifiestos", "rbac.yaml")
+	l.Kubectl("apply", "-f", rbac)
+	l.Kubectl("create", "serviceaccount", name, "-n", "default")
+	l.Kubectl("create", "clusterrolebinding", "caos-"+name, "--clusterrole=operador-promociones", "--serviceaccount=default:"+name)
+	l.Kubectl("create", "rolebinding", "caos-"+name, "-n", "default", "--role=operador-promociones-leader-election", "--serviceaccount=default:"+name)
+	l.T.Cleanup(func() {
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "serviceaccount/"+name, "rolebinding/caos-"+name, "-n", "default")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "clusterrolebinding/caos-"+name)
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", rbac)
+	})
+}
+
+// LeaseAcquired is when the operator's Lease in default was last taken.
+func (l *Lesson) LeaseAcquired() time.Time {
+	out := l.Kubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.acquireTime}")
+	t, err := time.Parse(time.RFC3339Nano, out)
+	if err != nil {
+		l.T.Fatalf("the Lease's acquireTime %q: %v", out, err)
+	}
+	return t
+}
+
+// RecreationTime deletes obj and returns the time until the watch shows a new
+// one (another UID): the operator's, or the one recreate makes once the
+// delete has returned.
+func RecreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, obj client.Object, recreate func() error) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	old := obj.GetUID()
+	w, err := c.Watch(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"metadata.name": obj.GetName()},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: obj.GetResourceVersion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	if err := c.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	if recreate != nil {
+		if err := recreate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ev := range w.ResultChan() {
+		if o, ok := ev.Object.(client.Object); ok && ev.Type == watch.Added && o.GetUID() != old {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), Timeout)
+	return 0
 }

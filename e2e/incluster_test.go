@@ -31,17 +31,17 @@ const operatorImage = "localhost/operador-promociones:dev"
 // through their real probe; the page fetched through the Service, and seen in
 // a real browser; and the garbage collector removing real pods.
 func TestLessonInCluster(t *testing.T) {
-	if !env.realNode {
+	if !Env.RealNode {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := newLesson(t)
-	l.step("4", "the image: make image builds it without Docker; hack/cluster.sh load puts it on node-real")
-	l.loadOperatorImage(operatorImage)
+	l := NewLesson(t)
+	l.Step("4", "the image: make image builds it without Docker; hack/cluster.sh load puts it on node-real")
+	l.LoadOperatorImage(operatorImage)
 
 	// manifiestos/ through hack/local, which sets the local images with
 	// kustomize; the RBAC is held back for Step 5.
-	l.kubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
-	rendered := l.kubectl("kustomize", filepath.Join(l.root, "hack", "local"))
+	l.Kubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
+	rendered := l.Kubectl("kustomize", filepath.Join(l.Root, "hack", "local"))
 	var rbac, rest []string
 	for doc := range strings.SplitSeq(rendered, "\n---\n") {
 		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) && regexp.MustCompile(`(?m)^metadata:\n  name: operador-promociones(-leader-election)?$`).MatchString(doc) {
@@ -50,77 +50,77 @@ func TestLessonInCluster(t *testing.T) {
 			rest = append(rest, doc)
 		}
 	}
-	if len(rbac) != 4 || !strings.Contains(rendered, "image: "+operatorImage) || !strings.Contains(rendered, "--web-image="+webImage) {
+	if len(rbac) != 4 || !strings.Contains(rendered, "image: "+operatorImage) || !strings.Contains(rendered, "--web-image="+WebImage) {
 		t.Fatalf("hack/local renders %d RBAC objects, and the images:\n%s", len(rbac), rendered)
 	}
-	l.t.Cleanup(func() {
+	l.T.Cleanup(func() {
 		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
-			_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.root, "manifiestos", f))
+			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", f))
 		}
 	})
 	l.applyYAML("manifiestos-local", strings.Join(rest, "\n---\n"))
 
-	l.step("5", "the operator is no longer an administrator: kubectl logs -l app=operador-promociones")
+	l.Step("5", "the operator is no longer an administrator: kubectl logs -l app=operador-promociones")
 	pods := l.waitForOperatorPods(2)
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
-	l.eventually("the logs show the API server refusing the ServiceAccount", func() error {
-		logs := l.kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
-		for _, want := range []string{"operador-promociones arrancando", `is forbidden: User \"` + sa + `\"`} {
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
+	l.Eventually("the logs show the API server refusing the ServiceAccount", func() error {
+		logs := l.Kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
+		for _, want := range []string{"operador-promociones arrancando", `is forbidden: User \"` + SA + `\"`} {
 			if !strings.Contains(logs, want) {
 				return fmt.Errorf("no %q in:\n%s", want, logs)
 			}
 		}
 		return nil
 	})
-	if _, err := l.tryKubectl("get", "deployment", name); err == nil {
-		t.Errorf("the Deployment %s exists: the operator acted without permissions", name)
+	if _, err := l.TryKubectl("get", "deployment", Name); err == nil {
+		t.Errorf("the Deployment %s exists: the operator acted without permissions", Name)
 	}
 
-	l.step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
+	l.Step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
 	l.waitForRow("3", "3", "Listo")
 	if now := l.waitForOperatorPods(2); !slices.Equal(now, pods) {
 		t.Errorf("the operator's pods changed from %v to %v: something restarted them", pods, now)
 	}
-	if restarts := l.kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[*].status.containerStatuses[0].restartCount}"); restarts != "0 0" {
+	if restarts := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[*].status.containerStatuses[0].restartCount}"); restarts != "0 0" {
 		t.Errorf("restart counts %q, want 0 0", restarts)
 	}
-	logs := l.kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
+	logs := l.Kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
 	for _, want := range []string{"Successfully acquired lease", `kind source: *main.Promocion`, `kind source: *v1.Deployment`,
 		`kind source: *v1.Service`, `kind source: *v1.ConfigMap`, "Starting workers", "Created ConfigMap rebajas-verano-html, Deployment rebajas-verano and Service rebajas-verano"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("kubectl logs -l app=operador-promociones lacks %q", want)
 		}
 	}
-	l.logf("the leader's log: arrancando, the four EventSources, the workers, the children created")
+	l.Logf("the leader's log: arrancando, the four EventSources, the workers, the children created")
 	// The downward API passes the container's memory limit; the runtime's is
 	// nine tenths of it.
-	limit := resource.MustParse(l.kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[0].spec.containers[0].resources.limits.memory}"))
+	limit := resource.MustParse(l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[0].spec.containers[0].resources.limits.memory}"))
 	if want := fmt.Sprintf(`"GOMEMLIMIT": %d`, limit.Value()-limit.Value()/10); !strings.Contains(logs, want) {
 		t.Errorf("kubectl logs -l app=operador-promociones lacks %s, for a limit of %s", want, limit.String())
 	}
-	l.logf("the Go memory limit is set from the container's %s", limit.String())
+	l.Logf("the Go memory limit is set from the container's %s", limit.String())
 
-	l.step("6b", "the web pods are real: Ready through their readiness probe, on node-real, run by containerd")
-	l.waitForWebPods(3, banner)
-	for _, pod := range strings.Fields(l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name, "-o", "jsonpath={.items[*].metadata.name}")) {
-		if log := l.kubectl("logs", pod); !strings.Contains(log, `"GET / HTTP/1.1" 200`) || !strings.Contains(log, "kube-probe") {
+	l.Step("6b", "the web pods are real: Ready through their readiness probe, on node-real, run by containerd")
+	l.waitForWebPods(3, Banner)
+	for _, pod := range strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].metadata.name}")) {
+		if log := l.Kubectl("logs", pod); !strings.Contains(log, `"GET / HTTP/1.1" 200`) || !strings.Contains(log, "kube-probe") {
 			t.Errorf("pod %s's nginx log shows no probe served:\n%s", pod, log)
 		}
 	}
-	l.logf("each pod's nginx logged the kubelet's probes (kube-probe), answered 200")
-	l.checkPage(banner)
+	l.Logf("each pod's nginx logged the kubelet's probes (kube-probe), answered 200")
+	l.checkPage(Banner)
 
-	l.step("7", "the leader's Pod deleted: the Lease passes to another replica, and the Deployment makes a third")
+	l.Step("7", "the leader's Pod deleted: the Lease passes to another replica, and the Deployment makes a third")
 	lease := func() string {
-		holder, _ := l.tryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
+		holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
 		return strings.Split(holder, "_")[0]
 	}
 	old := lease()
-	l.kubectl("delete", "pod", old, "--wait=false")
+	l.Kubectl("delete", "pod", old, "--wait=false")
 	deleted := time.Now()
 	var next string
-	l.eventually("another replica holds the Lease", func() error {
+	l.Eventually("another replica holds the Lease", func() error {
 		if next = lease(); next == "" || next == old {
 			return fmt.Errorf("holder %q", next)
 		}
@@ -130,25 +130,25 @@ func TestLessonInCluster(t *testing.T) {
 	if !slices.Contains(pods, next) {
 		role = "the Deployment's new Pod, which asked before the standby's next retry"
 	}
-	l.logf("FIGURE leader handover after deleting its Pod: %s, to %s (%s)", time.Since(deleted).Round(time.Millisecond), next, role)
+	l.Logf("FIGURE leader handover after deleting its Pod: %s, to %s (%s)", time.Since(deleted).Round(time.Millisecond), next, role)
 	after := l.waitForOperatorPods(2)
 	if slices.Contains(after, old) {
 		t.Errorf("the deleted leader %s is still among %v", old, after)
 	}
-	l.kubectl("delete", "deployment", name)
+	l.Kubectl("delete", "deployment", Name)
 	l.waitForRow("3", "3", "Listo")
-	l.logf("the new leader recreated the Deployment")
+	l.Logf("the new leader recreated the Deployment")
 
-	l.step("7b", "a drain evicts one replica at a time: the PodDisruptionBudget refuses the second")
-	l.eventually("the PodDisruptionBudget allows one disruption", func() error {
-		if got := l.kubectl("get", "pdb", "operador-promociones", "-o", "jsonpath={.status.disruptionsAllowed}"); got != "1" {
+	l.Step("7b", "a drain evicts one replica at a time: the PodDisruptionBudget refuses the second")
+	l.Eventually("the PodDisruptionBudget allows one disruption", func() error {
+		if got := l.Kubectl("get", "pdb", "operador-promociones", "-o", "jsonpath={.status.disruptionsAllowed}"); got != "1" {
 			return fmt.Errorf("disruptionsAllowed %q", got)
 		}
 		return nil
 	})
 	evict := func(pod string) error {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "default"}}
-		return l.c.SubResource("eviction").Create(context.Background(), p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta})
+		return l.C.SubResource("eviction").Create(context.Background(), p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta})
 	}
 	if err := evict(after[0]); err != nil {
 		t.Fatalf("evicting %s: %v", after[0], err)
@@ -157,27 +157,27 @@ func TestLessonInCluster(t *testing.T) {
 		t.Errorf("evicting the second replica, %s: %v, want a refusal by the disruption budget", after[1], err)
 	}
 	l.waitForOperatorPods(2)
-	l.logf("the first eviction passed, the second was refused (429) until a new replica was Ready")
+	l.Logf("the first eviction passed, the second was refused (429) until a new replica was Ready")
 
-	l.step("8", "a new banner rolls the pods, and the Service serves the new page")
-	l.kubectl("patch", "promocion", name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
+	l.Step("8", "a new banner rolls the pods, and the Service serves the new page")
+	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
 	l.waitForWebPods(3, "Rebajas de invierno")
 	l.checkPage("Rebajas de invierno")
 
-	l.step("8b", "a hostile banner is shown as text, in a real browser")
+	l.Step("8b", "a hostile banner is shown as text, in a real browser")
 	// Both mark the page if they run: an alert() would block headless Chromium.
 	const hostile = `<img src=x onerror="document.body.dataset.xss=1"><script>document.body.dataset.xss=2</script>`
-	l.kubectl("patch", "promocion", name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"banner":%q}}`, hostile))
+	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"banner":%q}}`, hostile))
 	l.waitForWebPods(3, hostile)
 	l.checkInBrowser(hostile)
 
-	l.step("9", "kubectl delete promocion: the garbage collector removes the real pods")
-	l.kubectl("delete", "promocion", name)
-	l.eventually("no pod, and no container on node-real", func() error {
-		if pods := l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name, "-o", "name"); pods != "" {
+	l.Step("9", "kubectl delete promocion: the garbage collector removes the real pods")
+	l.Kubectl("delete", "promocion", Name)
+	l.Eventually("no pod, and no container on node-real", func() error {
+		if pods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "name"); pods != "" {
 			return fmt.Errorf("pods left: %s", pods)
 		}
-		if c := l.nodeContainers(name); len(c) > 0 {
+		if c := l.nodeContainers(Name); len(c) > 0 {
 			return fmt.Errorf("containers left on node-real: %v", c)
 		}
 		return nil
@@ -185,22 +185,22 @@ func TestLessonInCluster(t *testing.T) {
 }
 
 // applyYAML writes manifests to a file and applies it.
-func (l *lesson) applyYAML(what, manifests string) {
-	l.t.Helper()
-	f := filepath.Join(l.tmp, what+".yaml")
+func (l *Lesson) applyYAML(what, manifests string) {
+	l.T.Helper()
+	f := filepath.Join(l.Tmp, what+".yaml")
 	if err := os.WriteFile(f, []byte(manifests), 0o644); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
-	l.kubectl("apply", "-f", f)
+	l.Kubectl("apply", "-f", f)
 }
 
 // waitForOperatorPods waits until the operator's Deployment has n Pods, all
 // Running and Ready through their probes on node-real, and returns their names.
-func (l *lesson) waitForOperatorPods(n int) []string {
-	l.t.Helper()
+func (l *Lesson) waitForOperatorPods(n int) []string {
+	l.T.Helper()
 	var names []string
-	l.eventually(fmt.Sprintf("%d operator Pods Running and Ready on node-real", n), func() error {
-		out := l.kubectl("get", "pods", "-l", "app=operador-promociones", "-o",
+	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready on node-real", n), func() error {
+		out := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o",
 			`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		names = nil
 		for line := range strings.SplitSeq(out, "\n") {
@@ -221,16 +221,16 @@ func (l *lesson) waitForOperatorPods(n int) []string {
 
 // waitForWebPods waits until rebajas-verano is Listo with n pods on node-real,
 // every one Ready and serving the page of banner.
-func (l *lesson) waitForWebPods(n int, banner string) {
-	l.t.Helper()
+func (l *Lesson) waitForWebPods(n int, banner string) {
+	l.T.Helper()
 	page := "<h1>" + html.EscapeString(banner) + "</h1>"
-	l.eventually(fmt.Sprintf("%d web pods Ready on node-real, the page showing %q, and Listo", n, banner), func() error {
-		if got := l.kubectl("get", "configmap", name+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
+	l.Eventually(fmt.Sprintf("%d web pods Ready on node-real, the page showing %q, and Listo", n, banner), func() error {
+		if got := l.Kubectl("get", "configmap", Name+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
 			return fmt.Errorf("the page is %q", got)
 		}
-		out := l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name, "-o",
+		out := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o",
 			`jsonpath={range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.metadata.annotations.tienda\.example\.com/pagina-sha256}{"\n"}{end}`)
-		want := l.kubectl("get", "deployment", name, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
+		want := l.Kubectl("get", "deployment", Name, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
 		lines := strings.Split(out, "\n")
 		for _, line := range lines {
 			if f := strings.Fields(line); len(f) != 3 || f[0] != "node-real" || f[1] != "True" || f[2] != want {
@@ -240,7 +240,7 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 		if len(lines) != n {
 			return fmt.Errorf("%d pods", len(lines))
 		}
-		if f := l.kubectl("get", "promocion", name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
+		if f := l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
 			return fmt.Errorf("fase %s", f)
 		}
 		return nil
@@ -250,16 +250,16 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 // checkPage fetches the page through the Service twice: from node-real, at the
 // Service's ClusterIP (kube-proxy's rules), and from here through `kubectl
 // port-forward svc/rebajas-verano`, as the README tells a reader to.
-func (l *lesson) checkPage(banner string) {
-	l.t.Helper()
+func (l *Lesson) checkPage(banner string) {
+	l.T.Helper()
 	want := "<h1>" + html.EscapeString(banner) + "</h1>"
-	ip := l.kubectl("get", "service", name, "-o", "jsonpath={.spec.clusterIP}")
+	ip := l.Kubectl("get", "service", Name, "-o", "jsonpath={.spec.clusterIP}")
 	// kube-proxy follows the Service's endpoints a moment after the pods
 	// change, so the ClusterIP may refuse, or reach a pod on its way out,
 	// until it has caught up.
-	l.eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-real serves %s", ip, want), func() error {
+	l.Eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-real serves %s", ip, want), func() error {
 		for range 5 { // the Service picks a pod each time: every one must serve it
-			out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+			out, err := ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), want) {
 				return fmt.Errorf("%w: %s", err, out)
 			}
@@ -268,32 +268,32 @@ func (l *lesson) checkPage(banner string) {
 	})
 	url, stop := l.portForward()
 	defer stop()
-	if page := httpGet(l.t, url); !strings.Contains(page, want) {
-		l.t.Fatalf("GET %s through kubectl port-forward: %q", url, page)
+	if page := HTTPGet(l.T, url); !strings.Contains(page, want) {
+		l.T.Fatalf("GET %s through kubectl port-forward: %q", url, page)
 	}
-	l.logf("GET %s through kubectl port-forward svc/%s: %s", url, name, want)
+	l.Logf("GET %s through kubectl port-forward svc/%s: %s", url, Name, want)
 }
 
 // portForward runs `kubectl port-forward svc/rebajas-verano :80` and returns
 // the page's URL on this machine, and a function that stops it.
-func (l *lesson) portForward() (string, func()) {
-	l.t.Helper()
-	addr, stop := l.portForwardTo("svc/"+name, ":80")
+func (l *Lesson) portForward() (string, func()) {
+	l.T.Helper()
+	addr, stop := l.portForwardTo("svc/"+Name, ":80")
 	return "http://" + addr + "/", stop
 }
 
 // portForwardTo runs `kubectl port-forward TARGET :PORT` with the given
 // arguments and returns the local address (127.0.0.1:port), and a function
 // that stops it.
-func (l *lesson) portForwardTo(args ...string) (string, func()) {
-	l.t.Helper()
-	cmd := exec.Command(l.kubectlBin, append([]string{"--kubeconfig", l.kubeconfig, "port-forward"}, args...)...)
+func (l *Lesson) portForwardTo(args ...string) (string, func()) {
+	l.T.Helper()
+	cmd := exec.Command(l.KubectlBin, append([]string{"--kubeconfig", l.Kubeconfig, "port-forward"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 	// "Forwarding from 127.0.0.1:41234 -> 8080"
@@ -301,7 +301,7 @@ func (l *lesson) portForwardTo(args ...string) (string, func()) {
 	m := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
 	if err != nil || m == nil {
 		stop()
-		l.t.Fatalf("kubectl port-forward printed %q: %v", line, err)
+		l.T.Fatalf("kubectl port-forward printed %q: %v", line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	return m[1], stop
@@ -312,46 +312,46 @@ func (l *lesson) portForwardTo(args ...string) (string, func()) {
 // banner may exist, and its script must not have run. The same check on the
 // banner pasted unescaped into a page must see the script run, or the check
 // proves nothing. A screenshot is kept in bin/e2e/.
-func (l *lesson) checkInBrowser(banner string) {
-	l.t.Helper()
+func (l *Lesson) checkInBrowser(banner string) {
+	l.T.Helper()
 	url, stop := l.portForward()
 	defer stop()
 	dom := l.chromium("--dump-dom", url)
 	h1 := regexp.MustCompile(`(?s)<h1>(.*?)</h1>`).FindStringSubmatch(dom)
 	if h1 == nil || html.UnescapeString(h1[1]) != banner {
-		l.t.Errorf("the rendered heading is not the banner as text:\n%s", dom)
+		l.T.Errorf("the rendered heading is not the banner as text:\n%s", dom)
 	}
 	if strings.Contains(dom, "<img") || strings.Contains(dom, "data-xss") {
-		l.t.Errorf("the banner became markup, or its script ran:\n%s", dom)
+		l.T.Errorf("the banner became markup, or its script ran:\n%s", dom)
 	}
-	l.logf("Chromium shows the heading %q as text; no <img>, no script ran", banner)
+	l.Logf("Chromium shows the heading %q as text; no <img>, no script ran", banner)
 
-	unsafe := filepath.Join(l.tmp, "unescaped.html")
+	unsafe := filepath.Join(l.Tmp, "unescaped.html")
 	if err := os.WriteFile(unsafe, []byte("<!DOCTYPE html><html><body><h1>"+banner+"</h1></body></html>"), 0o644); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	if control := l.chromium("--dump-dom", "file://"+unsafe); !strings.Contains(control, `data-xss=`) {
-		l.t.Errorf("the same banner unescaped did not run its script, so the check above proves nothing:\n%s", control)
+		l.T.Errorf("the same banner unescaped did not run its script, so the check above proves nothing:\n%s", control)
 	}
 
-	artifacts := filepath.Join(l.root, "bin", "e2e")
+	artifacts := filepath.Join(l.Root, "bin", "e2e")
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	shot := filepath.Join(artifacts, "pagina-banner-hostil.png")
 	l.chromium("--screenshot="+shot, "--window-size=900,300", url)
 	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
-		l.t.Errorf("no screenshot at %s: %v", shot, err)
+		l.T.Errorf("no screenshot at %s: %v", shot, err)
 	}
-	l.logf("screenshot: %s", shot)
+	l.Logf("screenshot: %s", shot)
 }
 
 // chromium runs headless Chromium, as root (so without its sandbox), with
 // nothing reaching for the network beyond the page, and its profile and crash
 // reports in a folder of the test's.
-func (l *lesson) chromium(args ...string) string {
-	l.t.Helper()
-	home := l.t.TempDir()
+func (l *Lesson) chromium(args ...string) string {
+	l.T.Helper()
+	home := l.T.TempDir()
 	base := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-crash-reporter",
 		"--user-data-dir=" + filepath.Join(home, "profile"), "--virtual-time-budget=3000"}
@@ -363,22 +363,22 @@ func (l *lesson) chromium(args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		l.t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 10))
+		l.T.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 10))
 	}
 	return string(out)
 }
 
 // nodeContainers lists the containers on node-real of the pods of a Promocion.
-func (l *lesson) nodeContainers(promocion string) []string {
-	l.t.Helper()
-	out, err := clusterSh("node", "ctr", "containers", "ls", "-q",
+func (l *Lesson) nodeContainers(promocion string) []string {
+	l.T.Helper()
+	out, err := ClusterSh("node", "ctr", "containers", "ls", "-q",
 		`labels."io.kubernetes.pod.namespace"==default`).Output()
 	if err != nil {
-		l.t.Fatal(errors.Join(err, errors.New(string(out))))
+		l.T.Fatal(errors.Join(err, errors.New(string(out))))
 	}
 	var mine []string
 	for _, id := range strings.Fields(string(out)) {
-		info, _ := clusterSh("node", "ctr", "containers", "info", id).Output()
+		info, _ := ClusterSh("node", "ctr", "containers", "info", id).Output()
 		if strings.Contains(string(info), `"io.kubernetes.pod.name": "`+promocion+`-`) {
 			mine = append(mine, id)
 		}

@@ -20,107 +20,105 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestLesson(t *testing.T) {
-	l := newLesson(t)
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
+	l := NewLesson(t)
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 
-	l.step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
-	o := l.start(launch{who: "admin", args: []string{"--web-image=" + webImage}})
-	l.eventually("the operator starts its watches", func() error {
-		return o.logHas(
+	l.Step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
+	o := l.Start(Launch{Who: "admin", Args: []string{"--web-image=" + WebImage}})
+	l.Eventually("the operator starts its watches", func() error {
+		return o.LogHas(
 			`kind source: \*main.Promocion`, `kind source: \*v1.Deployment`,
 			`kind source: \*v1.Service`, `kind source: \*v1.ConfigMap`, `Starting workers`)
 	})
-	if first := o.firstLine(""); !strings.Contains(first, "operador-promociones arrancando") {
+	if first := o.FirstLine(""); !strings.Contains(first, "operador-promociones arrancando") {
 		t.Errorf("the first log line is %q, want operador-promociones arrancando", first)
 	}
-	l.logf("the first log line says arrancando, and the four EventSources started")
+	l.Logf("the first log line says arrancando, and the four EventSources started")
 
-	l.step("2", "the status: kubectl get promociones")
+	l.Step("2", "the status: kubectl get promociones")
 	l.waitForRow("3", "3", "Listo")
-	all := l.kubectl("get", "all")
-	for _, want := range []string{"deployment.apps/" + name, "service/" + name, "replicaset.apps/" + name} {
+	all := l.Kubectl("get", "all")
+	for _, want := range []string{"deployment.apps/" + Name, "service/" + Name, "replicaset.apps/" + Name} {
 		if !strings.Contains(all, want) {
 			t.Errorf("kubectl get all lacks %s:\n%s", want, all)
 		}
 	}
-	l.kubectl("get", "configmap", name+"-html")
-	l.eventually("3 pods Running", func() error {
-		phases := l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name, "-o", "jsonpath={.items[*].status.phase}")
+	l.Kubectl("get", "configmap", Name+"-html")
+	l.Eventually("3 pods Running", func() error {
+		phases := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].status.phase}")
 		if phases != "Running Running Running" {
 			return fmt.Errorf("pod phases %q", phases)
 		}
 		return nil
 	})
-	l.logf("%s", l.kubectl("get", "promocion", name, "-o", "jsonpath={.status}"))
-	if explain := l.kubectl("explain", "promocion.spec"); !strings.Contains(explain, "banner") || !strings.Contains(explain, "replicas") {
+	l.Logf("%s", l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status}"))
+	if explain := l.Kubectl("explain", "promocion.spec"); !strings.Contains(explain, "banner") || !strings.Contains(explain, "replicas") {
 		t.Errorf("kubectl explain promocion.spec:\n%s", explain)
 	}
-	describe := l.kubectl("describe", "promocion", name)
+	describe := l.Kubectl("describe", "promocion", Name)
 	if want := "Created ConfigMap rebajas-verano-html, Deployment rebajas-verano and Service rebajas-verano"; !strings.Contains(describe, want) {
 		t.Errorf("kubectl describe promocion lacks the event %q:\n%s", want, describe)
 	}
-	l.logf("kubectl describe promocion %s tells the story:\n%s", name, describe[max(strings.Index(describe, "Events:"), 0):])
+	l.Logf("kubectl describe promocion %s tells the story:\n%s", Name, describe[max(strings.Index(describe, "Events:"), 0):])
 	for path, want := range map[string]string{
-		o.probesURL + "/healthz":  "ok",
-		o.probesURL + "/readyz":   "ok",
-		o.metricsURL + "/metrics": `controller_runtime_reconcile_total{controller="promocion",result="success"}`,
+		o.ProbesURL + "/healthz":  "ok",
+		o.ProbesURL + "/readyz":   "ok",
+		o.MetricsURL + "/metrics": `controller_runtime_reconcile_total{controller="promocion",result="success"}`,
 	} {
-		if body := httpGet(t, path); !strings.Contains(body, want) {
+		if body := HTTPGet(t, path); !strings.Contains(body, want) {
 			t.Errorf("GET %s: no %q in:\n%.500s", path, want, body)
 		}
 	}
-	l.logf("/healthz and /readyz answer ok; /metrics counts the reconciles")
+	l.Logf("/healthz and /readyz answer ok; /metrics counts the reconciles")
 
-	l.step("3", "break it: kubectl delete deployment, kubectl scale")
+	l.Step("3", "break it: kubectl delete deployment, kubectl scale")
 	took := l.timeRecreation()
-	l.logf("FIGURE recovery: %s from the delete request to the new Deployment's watch event", took.Round(time.Millisecond))
-	l.kubectl("scale", "deployment", name, "--replicas=1")
-	l.eventually("the Deployment goes back to 3 replicas", func() error {
-		if r := l.kubectl("get", "deployment", name, "-o", "jsonpath={.spec.replicas}"); r != "3" {
+	l.Logf("FIGURE recovery: %s from the delete request to the new Deployment's watch event", took.Round(time.Millisecond))
+	l.Kubectl("scale", "deployment", Name, "--replicas=1")
+	l.Eventually("the Deployment goes back to 3 replicas", func() error {
+		if r := l.Kubectl("get", "deployment", Name, "-o", "jsonpath={.spec.replicas}"); r != "3" {
 			return fmt.Errorf("spec.replicas %s", r)
 		}
 		return nil
 	})
 
-	l.step("4", "inside the cluster: TestLessonInCluster runs the operator's image as Pods; here the binary goes on as its ServiceAccount")
-	o.stop(t)
+	l.Step("4", "inside the cluster: TestLessonInCluster runs the operator's image as Pods; here the binary goes on as its ServiceAccount")
+	o.Stop(t)
 
-	l.step("5", "the operator as its ServiceAccount, without RBAC")
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"))
-	saConfig := l.serviceAccountKubeconfig("operador-promociones")
-	l.kubectl("delete", "service", name) // work for it to do, once it may
-	o = l.start(launch{who: "serviceaccount", kubeconfig: saConfig, args: []string{"--web-image=" + webImage}})
+	l.Step("5", "the operator as its ServiceAccount, without RBAC")
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sa.yaml"))
+	saConfig := l.ServiceAccountKubeconfig("operador-promociones")
+	l.Kubectl("delete", "service", Name) // work for it to do, once it may
+	o = l.Start(Launch{Who: "serviceaccount", Kubeconfig: saConfig, Args: []string{"--web-image=" + WebImage}})
 	// Refused, then refused again on its next try: alive, and still unable to act.
-	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(sa) + `\\" cannot list`
-	l.eventually("the API server refuses the operator", func() error { return o.logHas(refused) })
-	first := o.logLines(refused)
-	l.eventually("the operator tries again, and is refused again", func() error {
-		if o.logLines(refused) == first {
+	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(SA) + `\\" cannot list`
+	l.Eventually("the API server refuses the operator", func() error { return o.LogHas(refused) })
+	first := o.LogLines(refused)
+	l.Eventually("the operator tries again, and is refused again", func() error {
+		if o.LogLines(refused) == first {
 			return errors.New("no new refusal yet")
 		}
 		return nil
 	})
-	if _, err := l.tryKubectl("get", "service", name); err == nil {
+	if _, err := l.TryKubectl("get", "service", Name); err == nil {
 		t.Errorf("the Service was recreated by an operator with no permissions")
 	}
-	l.logf("forbidden, and the deleted Service stays deleted")
+	l.Logf("forbidden, and the deleted Service stays deleted")
 
-	l.step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
-	l.eventually("the Service is back", func() error { _, err := l.tryKubectl("get", "service", name); return err })
-	if o.exited() {
-		t.Errorf("the operator restarted or died: %v", o.err)
+	l.Step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
+	l.Eventually("the Service is back", func() error { _, err := l.TryKubectl("get", "service", Name); return err })
+	if o.Exited() {
+		t.Errorf("the operator restarted or died: %v", o.Err)
 	}
 	// rbac.yaml grants exactly the verbs the operator sends; kubectl auth can-i
 	// checks each, as the ServiceAccount.
 	canI := func(args []string, want string) {
 		t.Helper()
-		l.expectCanI(sa, want, args...)
+		l.ExpectCanI(SA, want, args...)
 	}
 	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
 		want := map[bool]string{true: "yes", false: "no"}
@@ -139,13 +137,13 @@ func TestLesson(t *testing.T) {
 	canI([]string{"update", "promociones.tienda.example.com", "--subresource=finalizers", "-A"}, "yes") // blockOwnerDeletion
 	canI([]string{"create", "leases.coordination.k8s.io", "-n", "default"}, "yes")
 	canI([]string{"create", "events", "-A"}, "no") // the core events API: the operator uses events.k8s.io
-	l.logf("kubectl auth can-i: yes to each verb the operator needs, no to every other")
-	l.kubectl("apply", "-k", filepath.Join(l.root, "manifiestos"), "--dry-run=server") // the Kustomization holds the same files
+	l.Logf("kubectl auth can-i: yes to each verb the operator needs, no to every other")
+	l.Kubectl("apply", "-k", filepath.Join(l.Root, "manifiestos"), "--dry-run=server") // the Kustomization holds the same files
 
-	l.step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
+	l.Step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
 	uids := l.uids()
-	l.kubectl("delete", "deployment/"+name, "service/"+name, "configmap/"+name+"-html")
-	l.eventually("all three are back, as new objects", func() error {
+	l.Kubectl("delete", "deployment/"+Name, "service/"+Name, "configmap/"+Name+"-html")
+	l.Eventually("all three are back, as new objects", func() error {
 		now := l.uids()
 		for kind, old := range uids {
 			if now[kind] == "" || now[kind] == old {
@@ -155,29 +153,29 @@ func TestLesson(t *testing.T) {
 		return nil
 	})
 
-	l.step("8", "the Promocion is the source of truth: replicas 5")
+	l.Step("8", "the Promocion is the source of truth: replicas 5")
 	watchOut := l.watchPromociones()
-	l.kubectl("patch", "promocion", name, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
+	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
 	if row := l.row(); row[2] != "5" {
 		t.Errorf("DESEADAS is %s right after the patch, want 5", row[2])
 	}
 	l.waitForRow("5", "5", "Listo")
 	seen := watchOut()
-	l.logf("kubectl get promociones -w printed:\n%s", seen)
-	if !regexp.MustCompile(`(?m)^` + name + `\s+\S+\s+5\s+\d+\s+Desplegando\s`).MatchString(seen) {
+	l.Logf("kubectl get promociones -w printed:\n%s", seen)
+	if !regexp.MustCompile(`(?m)^` + Name + `\s+\S+\s+5\s+\d+\s+Desplegando\s`).MatchString(seen) {
 		t.Errorf("FASE never showed Desplegando with DESEADAS 5")
 	}
-	l.kubectl("wait", "--for=condition=Ready", "promocion/"+name, "--timeout=60s")
-	l.logf("kubectl wait --for=condition=Ready promocion/%s: condition met", name)
+	l.Kubectl("wait", "--for=condition=Ready", "promocion/"+Name, "--timeout=60s")
+	l.Logf("kubectl wait --for=condition=Ready promocion/%s: condition met", Name)
 
-	l.step("8b", "a new banner rolls the pods, so they serve the new page at once")
-	oldPods := l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name, "-o", "jsonpath={.items[*].metadata.name}")
-	l.kubectl("patch", "promocion", name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
-	l.eventually("every pod replaced by one of the new template, and Listo", func() error {
-		if page := l.kubectl("get", "configmap", name+"-html", "-o", "jsonpath={.data.index\\.html}"); !strings.Contains(page, "<h1>Rebajas de invierno</h1>") {
+	l.Step("8b", "a new banner rolls the pods, so they serve the new page at once")
+	oldPods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].metadata.name}")
+	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
+	l.Eventually("every pod replaced by one of the new template, and Listo", func() error {
+		if page := l.Kubectl("get", "configmap", Name+"-html", "-o", "jsonpath={.data.index\\.html}"); !strings.Contains(page, "<h1>Rebajas de invierno</h1>") {
 			return fmt.Errorf("page %q", page)
 		}
-		pods := strings.Fields(l.kubectl("get", "pods", "-l", "tienda.example.com/promocion="+name,
+		pods := strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name,
 			"--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].metadata.name}"))
 		if len(pods) != 5 {
 			return fmt.Errorf("%d running pods", len(pods))
@@ -187,22 +185,22 @@ func TestLesson(t *testing.T) {
 				return fmt.Errorf("pod %s is from before the change", p)
 			}
 		}
-		if f := l.kubectl("get", "promocion", name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
+		if f := l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
 			return fmt.Errorf("fase %s", f)
 		}
 		return nil
 	})
-	l.kubectl("patch", "promocion", name, "--type=merge", "-p", `{"spec":{"banner":"`+banner+`"}}`)
+	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"`+Banner+`"}}`)
 	l.waitForRow("5", "5", "Listo")
 
-	l.step("9", "kubectl delete promocion: the garbage collector removes everything")
-	l.kubectl("delete", "promocion", name)
-	l.eventually("the children are gone", func() error {
+	l.Step("9", "kubectl delete promocion: the garbage collector removes everything")
+	l.Kubectl("delete", "promocion", Name)
+	l.Eventually("the children are gone", func() error {
 		for _, args := range [][]string{
-			{"deployment", name}, {"service", name}, {"configmap", name + "-html"},
-			{"replicasets,pods", "-l", "tienda.example.com/promocion=" + name},
+			{"deployment", Name}, {"service", Name}, {"configmap", Name + "-html"},
+			{"replicasets,pods", "-l", "tienda.example.com/promocion=" + Name},
 		} {
-			out, err := l.tryKubectl(append([]string{"get", "-o", "name"}, args...)...)
+			out, err := l.TryKubectl(append([]string{"get", "-o", "name"}, args...)...)
 			if err == nil && out != "" {
 				return fmt.Errorf("still there: %s", out)
 			}
@@ -210,34 +208,34 @@ func TestLesson(t *testing.T) {
 		return nil
 	})
 	l.assertNoDeleteInOperator()
-	o.stop(t)
+	o.Stop(t)
 }
 
 // row is rebajas-verano's row of `kubectl get promociones`, after checking the
 // lesson's columns.
-func (l *lesson) row() []string {
-	l.t.Helper()
-	lines := strings.Split(l.kubectl("get", "promociones"), "\n")
+func (l *Lesson) row() []string {
+	l.T.Helper()
+	lines := strings.Split(l.Kubectl("get", "promociones"), "\n")
 	if got := strings.Join(strings.Fields(lines[0]), " "); got != "NAME BANNER DESEADAS LISTAS FASE EDAD" {
-		l.t.Fatalf("kubectl get promociones has the columns %q", got)
+		l.T.Fatalf("kubectl get promociones has the columns %q", got)
 	}
 	for _, line := range lines[1:] {
-		if f := strings.Fields(line); len(f) == 6 && f[0] == name {
+		if f := strings.Fields(line); len(f) == 6 && f[0] == Name {
 			return f
 		}
 	}
-	l.t.Fatalf("no complete row for %s in:\n%s", name, strings.Join(lines, "\n"))
+	l.T.Fatalf("no complete row for %s in:\n%s", Name, strings.Join(lines, "\n"))
 	return nil
 }
 
-func (l *lesson) waitForRow(deseadas, listas, fase string) {
-	l.t.Helper()
-	l.eventually(fmt.Sprintf("kubectl get promociones shows %s %s %s", deseadas, listas, fase), func() error {
-		lines := strings.Split(l.kubectl("get", "promociones"), "\n")
+func (l *Lesson) waitForRow(deseadas, listas, fase string) {
+	l.T.Helper()
+	l.Eventually(fmt.Sprintf("kubectl get promociones shows %s %s %s", deseadas, listas, fase), func() error {
+		lines := strings.Split(l.Kubectl("get", "promociones"), "\n")
 		for _, line := range lines[1:] {
 			f := strings.Fields(line)
-			if len(f) == 6 && f[0] == name && f[1] == banner && f[2] == deseadas && f[3] == listas && f[4] == fase {
-				l.logf("%s\n    %s", lines[0], line)
+			if len(f) == 6 && f[0] == Name && f[1] == Banner && f[2] == deseadas && f[3] == listas && f[4] == fase {
+				l.Logf("%s\n    %s", lines[0], line)
 				return nil
 			}
 		}
@@ -247,17 +245,17 @@ func (l *lesson) waitForRow(deseadas, listas, fase string) {
 
 // watchPromociones runs `kubectl get promociones -w` until the returned
 // function is called, which returns what it printed.
-func (l *lesson) watchPromociones() func() string {
-	l.t.Helper()
+func (l *Lesson) watchPromociones() func() string {
+	l.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, l.kubectlBin, "--kubeconfig", l.kubeconfig, "get", "promociones", "-w")
-	var out syncBuffer
+	cmd := exec.CommandContext(ctx, l.KubectlBin, "--kubeconfig", l.Kubeconfig, "get", "promociones", "-w")
+	var out SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
-	l.eventually("kubectl get promociones -w prints the current row", func() error {
-		if !strings.Contains(out.String(), name) {
+	l.Eventually("kubectl get promociones -w prints the current row", func() error {
+		if !strings.Contains(out.String(), Name) {
 			return errors.New("nothing yet")
 		}
 		return nil
@@ -273,40 +271,32 @@ func (l *lesson) watchPromociones() func() string {
 // returns the time from the delete request to the watch event of the
 // operator's new Deployment. kubectl's own start-up would swamp the figure, so
 // the request is made here.
-func (l *lesson) timeRecreation() time.Duration {
-	l.t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	took := recreationTime(l.t, c, &appsv1.DeploymentList{}, dep, nil)
-	l.logf("deployment.apps/%s deleted and back", name)
+func (l *Lesson) timeRecreation() time.Duration {
+	l.T.Helper()
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: "default"}}
+	took := RecreationTime(l.T, l.C, &appsv1.DeploymentList{}, dep, nil)
+	l.Logf("deployment.apps/%s deleted and back", Name)
 	return took
 }
 
-func (l *lesson) uids() map[string]string {
-	l.t.Helper()
+func (l *Lesson) uids() map[string]string {
+	l.T.Helper()
 	uids := map[string]string{}
-	for _, obj := range []string{"deployment/" + name, "service/" + name, "configmap/" + name + "-html"} {
-		uids[obj], _ = l.tryKubectl("get", obj, "-o", "jsonpath={.metadata.uid}")
+	for _, obj := range []string{"deployment/" + Name, "service/" + Name, "configmap/" + Name + "-html"} {
+		uids[obj], _ = l.TryKubectl("get", obj, "-o", "jsonpath={.metadata.uid}")
 	}
 	return uids
 }
 
 // assertNoDeleteInOperator checks the claim of Step 9: the cleanup is the
 // garbage collector's, the operator's code has no Delete call.
-func (l *lesson) assertNoDeleteInOperator() {
-	l.t.Helper()
+func (l *Lesson) assertNoDeleteInOperator() {
+	l.T.Helper()
 	// Both builds, so that every file is read: the default one and the one
 	// with every other build tag (the bench's variants).
 	for _, tags := range []string{"", "unscoped,nofence,oracle"} {
-		for _, call := range clientDeletes(l.t, l.root, tags, nil) {
-			l.t.Errorf("%s: the cleanup should be the garbage collector's", call)
+		for _, call := range clientDeletes(l.T, l.Root, tags, nil) {
+			l.T.Errorf("%s: the cleanup should be the garbage collector's", call)
 		}
 	}
 	// The check finds a planted Delete, through the reconciler's embedded
@@ -317,17 +307,17 @@ func planted(ctx context.Context, r *PromocionReconciler, c client.Client, o cli
 	_ = r.Delete(ctx, o)
 	_ = c.DeleteAllOf(ctx, o)
 }`)
-	if found := clientDeletes(l.t, l.root, "", planted); len(found) != 2 {
-		l.t.Errorf("the check found %d of the 2 planted Delete calls: %q", len(found), found)
+	if found := clientDeletes(l.T, l.Root, "", planted); len(found) != 2 {
+		l.T.Errorf("the check found %d of the 2 planted Delete calls: %q", len(found), found)
 	}
 	// rbac.yaml grants no more than create and update, and patch on events (a
 	// repeated event becomes a series): what the audit log shows must fit.
-	for _, w := range l.operatorWrites(time.Time{}) {
-		if w.verb != "create" && w.verb != "update" && (w.verb != "patch" || !strings.Contains(w.uri, "/events")) {
-			l.t.Errorf("the operator sent %s %s", w.verb, w.uri)
+	for _, w := range l.OperatorWrites(time.Time{}) {
+		if w.Verb != "create" && w.Verb != "update" && (w.Verb != "patch" || !strings.Contains(w.URI, "/events")) {
+			l.T.Errorf("the operator sent %s %s", w.Verb, w.URI)
 		}
 	}
-	l.logf("no Delete in the operator's code, and only creates and updates in the audit log: the garbage collector deleted")
+	l.Logf("no Delete in the operator's code, and only creates and updates in the audit log: the garbage collector deleted")
 }
 
 // clientDeletes lists the calls of an API client's Delete or DeleteAllOf in the

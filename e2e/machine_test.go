@@ -56,7 +56,7 @@ func machineState() state {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(env.clusterDir)) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(Env.ClusterDir)) {
 			s["processes of the cluster"] = append(s["processes of the cluster"], strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}

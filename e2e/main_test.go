@@ -23,27 +23,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// env is the cluster and binaries every test shares. TestMain builds the
+// Env is the cluster and binaries every test shares. TestMain builds the
 // operator once and starts one cluster, beside any `make cluster` a developer runs.
-var env struct {
-	root, kubectlBin, kubeconfig, operator string
-	oracle, unfenced                       string // test-only builds of the operator (oracle.go, fence_off.go)
-	leccion                                string // the lesson's operator, the benchmark's peer (testdata/leccion)
-	clusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
-	// realNode: the cluster has node-real, where the Pods of namespaces not
+var Env struct {
+	Root, KubectlBin, Kubeconfig, Operator string
+	Oracle, Unfenced                       string // test-only builds of the operator (oracle.go, fence_off.go)
+	Leccion                                string // the lesson's operator, the benchmark's peer (testdata/leccion)
+	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
+	// RealNode: the cluster has node-real, where the Pods of namespaces not
 	// marked for kwok run for real (CLUSTER_NODE=none leaves it out).
-	realNode bool
+	RealNode bool
 }
 
-// clusterSh runs hack/cluster.sh on the tests' cluster.
-func clusterSh(args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(env.root, "hack", "cluster.sh"), args...)
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+env.clusterDir, "CLUSTER_PORT=17443")
+// ClusterSh runs hack/cluster.sh on the tests' cluster.
+func ClusterSh(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(Env.Root, "hack", "cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+Env.ClusterDir, "CLUSTER_PORT=17443")
 	return cmd
 }
 
-// webImage is the local stand-in for the default web image, on node-real.
-const webImage = "localhost/nginx-unprivileged:debian"
+// WebImage is the local stand-in for the default web image, on node-real.
+const WebImage = "localhost/nginx-unprivileged:debian"
 
 func TestMain(m *testing.M) {
 	code, err := runE2E(m)
@@ -63,7 +63,7 @@ func runE2E(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	env.root = root
+	Env.Root = root
 	tmp, err := os.MkdirTemp("", "operador-e2e-")
 	if err != nil {
 		return 1, err
@@ -81,14 +81,14 @@ func runE2E(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	env.kubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
+	Env.KubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
 	// The operator as it ships; the oracle of the reliability tests, a build of
 	// the same code with oracle.go; and the same without the leader fence.
-	env.operator, env.oracle, env.unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
-	env.leccion = filepath.Join(tmp, "leccion")
+	Env.Operator, Env.Oracle, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
+	Env.Leccion = filepath.Join(tmp, "leccion")
 	for _, b := range []struct{ bin, tags, pkg string }{
-		{env.operator, "", "."}, {env.oracle, "oracle", "."}, {env.unfenced, "nofence", "."},
-		{env.leccion, "", "./e2e/testdata/leccion"},
+		{Env.Operator, "", "."}, {Env.Oracle, "oracle", "."}, {Env.Unfenced, "nofence", "."},
+		{Env.Leccion, "", "./e2e/testdata/leccion"},
 	} {
 		build := exec.Command("go", "build", "-tags", b.tags, "-o", b.bin, b.pkg)
 		build.Dir = root
@@ -99,9 +99,9 @@ func runE2E(m *testing.M) (int, error) {
 
 	// One folder and one port for every run: a run killed before its cleanup
 	// (kill -9, a timeout's panic) is taken down here, not left to break this one.
-	env.clusterDir = filepath.Join(os.TempDir(), "operador-e2e-cluster")
-	env.realNode = os.Getenv("CLUSTER_NODE") != "none"
-	if _, err := run(clusterSh("down")); err != nil {
+	Env.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-cluster")
+	Env.RealNode = os.Getenv("CLUSTER_NODE") != "none"
+	if _, err := run(ClusterSh("down")); err != nil {
 		return 1, err
 	}
 	before := machineState()
@@ -110,7 +110,7 @@ func runE2E(m *testing.M) (int, error) {
 	var downErr error
 	down := func() error {
 		once.Do(func() {
-			if _, downErr = run(clusterSh("down")); downErr != nil {
+			if _, downErr = run(ClusterSh("down")); downErr != nil {
 				return
 			}
 			if diff := before.diff(machineState()); diff != "" {
@@ -122,21 +122,21 @@ func runE2E(m *testing.M) (int, error) {
 	stopWatching := cleanUpWhenInterrupted(down)
 	defer stopWatching()
 	start := time.Now()
-	if _, err := run(clusterSh("up")); err != nil {
+	if _, err := run(ClusterSh("up")); err != nil {
 		return 1, errors.Join(err, down())
 	}
-	env.kubeconfig = filepath.Join(env.clusterDir, "kubeconfig")
+	Env.Kubeconfig = filepath.Join(Env.ClusterDir, "kubeconfig")
 	fmt.Printf("cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 
 	// The previous lesson taught the cluster the noun. (kubectl wait fails, rather
 	// than waits, on a CRD whose status has no conditions yet: so a poll.)
 	kubectl := func(args ...string) (string, error) {
-		return run(exec.Command(env.kubectlBin, append([]string{"--kubeconfig", env.kubeconfig}, args...)...))
+		return run(exec.Command(Env.KubectlBin, append([]string{"--kubeconfig", Env.Kubeconfig}, args...)...))
 	}
 	if _, err := kubectl("apply", "-f", filepath.Join(root, "manifiestos", "crd.yaml")); err != nil {
 		return 1, err
 	}
-	if err := poll(time.Minute, 200*time.Millisecond, func() error {
+	if err := Poll(time.Minute, 200*time.Millisecond, func() error {
 		out, err := kubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		if err == nil && out != "True" {
 			err = fmt.Errorf("Established: %q", out)

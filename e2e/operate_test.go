@@ -31,26 +31,26 @@ import (
 // metrics for a made-up one, 403 for a ServiceAccount not bound to the metrics-reader ClusterRole, 200 for one
 // that is; HTTP/1.1 only; and a certificate given by --metrics-cert-dir.
 func TestSecureMetrics(t *testing.T) {
-	l := newLesson(t)
-	ns := l.namespace("metricas")
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "metrics.yaml"))
+	l := NewLesson(t)
+	ns := l.Namespace("metricas")
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "metrics.yaml"))
 	for _, sa := range []string{"lector", "curioso"} {
-		l.kubectl("create", "serviceaccount", sa, "-n", ns)
+		l.Kubectl("create", "serviceaccount", sa, "-n", ns)
 	}
-	l.kubectl("create", "clusterrolebinding", "metricas-lector", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount="+ns+":lector")
+	l.Kubectl("create", "clusterrolebinding", "metricas-lector", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount="+ns+":lector")
 	t.Cleanup(func() {
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "clusterrolebinding/metricas-lector")
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.root, "manifiestos", "metrics.yaml"))
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "clusterrolebinding/metricas-lector")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", "metrics.yaml"))
 	})
-	token := func(sa string) string { return l.kubectl("create", "token", sa, "-n", ns) }
+	token := func(sa string) string { return l.Kubectl("create", "token", sa, "-n", ns) }
 
 	// The default: a self-signed certificate, which a scraper in the cluster is
 	// told to trust (insecureSkipVerify in the ServiceMonitor) or replaces.
-	o := l.start(launch{who: "metricas", secureMetrics: true, args: []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=" + ns}})
+	o := l.Start(Launch{Who: "metricas", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=" + ns}})
 	insecure := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}} //nolint:gosec // the certificate is self-signed
 	scrape := func(tlsConfig *tls.Config, token string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, o.metricsURL+"/metrics", nil)
+		req, _ := http.NewRequest(http.MethodGet, o.MetricsURL+"/metrics", nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -63,7 +63,7 @@ func TestSecureMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), resp.Proto
 	}
-	l.eventually("the metrics endpoint answers over HTTPS", func() error {
+	l.Eventually("the metrics endpoint answers over HTTPS", func() error {
 		if code, body, _ := scrape(insecure, ""); code == 0 {
 			return fmt.Errorf("%s", body)
 		}
@@ -91,10 +91,10 @@ func TestSecureMetrics(t *testing.T) {
 		if tc.want == http.StatusOK {
 			// The controller's metrics appear once it leads and has started,
 			// and the queue's depth once something was queued.
-			l.createPromociones(ns, 1, 1)
-			l.eventually("an authorized scrape holds every metric the alerts select", func() error {
+			l.CreatePromociones(ns, 1, 1)
+			l.Eventually("an authorized scrape holds every metric the alerts select", func() error {
 				_, body, _ = scrape(insecure, tc.token)
-				for _, name := range append(alertMetrics(t, l.root), `controller_runtime_reconcile_total{controller="promocion"`) {
+				for _, name := range append(alertMetrics(t, l.Root), `controller_runtime_reconcile_total{controller="promocion"`) {
 					if !strings.Contains(body, name) {
 						return fmt.Errorf("no %s", name)
 					}
@@ -102,23 +102,23 @@ func TestSecureMetrics(t *testing.T) {
 				return nil
 			})
 		}
-		l.logf("GET /metrics with %s: %d over %s", tc.who, code, proto)
+		l.Logf("GET /metrics with %s: %d over %s", tc.who, code, proto)
 	}
-	o.stop(t)
+	o.Stop(t)
 
 	// A certificate of one's own (cert-manager's Secret, mounted): the
 	// endpoint serves it, and a client that trusts only its CA gets in.
 	dir, ca := l.certificate("127.0.0.1")
-	o = l.start(launch{who: "metricas-cert", secureMetrics: true, args: []string{"--namespace=" + ns, "--metrics-cert-dir=" + dir}})
+	o = l.Start(Launch{Who: "metricas-cert", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--metrics-cert-dir=" + dir}})
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	l.eventually("the metrics endpoint serves the given certificate, to a client that trusts only its CA", func() error {
+	l.Eventually("the metrics endpoint serves the given certificate, to a client that trusts only its CA", func() error {
 		if code, body, _ := scrape(&tls.Config{RootCAs: pool}, token("lector")); code != http.StatusOK {
 			return fmt.Errorf("%d %.200s", code, body)
 		}
 		return nil
 	})
-	o.stop(t)
+	o.Stop(t)
 }
 
 // alertMetrics are the metrics that manifiestos/monitoring's alerts select,
@@ -142,12 +142,12 @@ func alertMetrics(t *testing.T, root string) []string {
 
 // certificate writes tls.crt and tls.key for host, signed by a new CA, into a
 // new directory, and returns it with the CA.
-func (l *lesson) certificate(host string) (string, *x509.Certificate) {
-	l.t.Helper()
+func (l *Lesson) certificate(host string) (string, *x509.Certificate) {
+	l.T.Helper()
 	key := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
 		return k
 	}
@@ -156,26 +156,26 @@ func (l *lesson) certificate(host string) (string, *x509.Certificate) {
 		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	serverDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host},
 		IPAddresses: []net.IP{net.ParseIP(host)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}, ca, &serverKey.PublicKey, caKey)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(serverKey)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
-	dir := filepath.Join(l.tmp, "metrics-certs")
+	dir := filepath.Join(l.Tmp, "metrics-certs")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	for name, block := range map[string]*pem.Block{"tls.crt": {Type: "CERTIFICATE", Bytes: serverDER}, "tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
 		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			l.t.Fatal(err)
+			l.T.Fatal(err)
 		}
 	}
 	return dir, ca
@@ -185,18 +185,18 @@ func (l *lesson) certificate(host string) (string, *x509.Certificate) {
 // roles.yaml aggregates promocion-editor into edit and admin, and
 // promocion-viewer into view.
 func TestUserRoles(t *testing.T) {
-	l := newLesson(t)
-	ns := l.namespace("roles")
-	roles := filepath.Join(l.root, "manifiestos", "roles.yaml")
-	l.kubectl("apply", "-f", roles)
-	t.Cleanup(func() { _, _ = l.tryKubectl("delete", "--ignore-not-found", "-f", roles) })
+	l := NewLesson(t)
+	ns := l.Namespace("roles")
+	roles := filepath.Join(l.Root, "manifiestos", "roles.yaml")
+	l.Kubectl("apply", "-f", roles)
+	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", roles) })
 	for user, role := range map[string]string{"ana": "edit", "carla": "admin", "bruno": "view"} {
-		l.kubectl("create", "rolebinding", user, "--clusterrole="+role, "--user="+user, "-n", ns)
+		l.Kubectl("create", "rolebinding", user, "--clusterrole="+role, "--user="+user, "-n", ns)
 	}
 	// kube-controller-manager's clusterrole-aggregation controller adds the rules.
-	l.eventually("the built-in roles hold the Promociones' rules", func() error {
+	l.Eventually("the built-in roles hold the Promociones' rules", func() error {
 		for _, user := range []string{"ana", "carla", "bruno"} {
-			if l.canI(user, "get", "promociones.tienda.example.com", "-n", ns) != "yes" {
+			if l.CanI(user, "get", "promociones.tienda.example.com", "-n", ns) != "yes" {
 				return fmt.Errorf("%s may not get promociones yet", user)
 			}
 		}
@@ -207,29 +207,29 @@ func TestUserRoles(t *testing.T) {
 		reads := verb == "get" || verb == "list" || verb == "watch"
 		for _, user := range []string{"ana", "carla", "bruno"} {
 			editor := user != "bruno"
-			l.expectCanI(user, yes[editor || reads], verb, "promociones.tienda.example.com", "-n", ns)
-			l.expectCanI(user, yes[verb == "get" || editor && (verb == "update" || verb == "patch")], verb, "promociones.tienda.example.com", "--subresource=scale", "-n", ns)
-			l.expectCanI(user, yes[verb == "get"], verb, "promociones.tienda.example.com", "--subresource=status", "-n", ns) // only the operator writes the status
-			l.expectCanI(user, "no", verb, "promociones.tienda.example.com", "-n", "default")                                // their namespace only
+			l.ExpectCanI(user, yes[editor || reads], verb, "promociones.tienda.example.com", "-n", ns)
+			l.ExpectCanI(user, yes[verb == "get" || editor && (verb == "update" || verb == "patch")], verb, "promociones.tienda.example.com", "--subresource=scale", "-n", ns)
+			l.ExpectCanI(user, yes[verb == "get"], verb, "promociones.tienda.example.com", "--subresource=status", "-n", ns) // only the operator writes the status
+			l.ExpectCanI(user, "no", verb, "promociones.tienda.example.com", "-n", "default")                                // their namespace only
 		}
 	}
-	l.logf("kubectl auth can-i: edit and admin may change Promociones and scale them, view may read them; none may write the status, none outside the namespace")
+	l.Logf("kubectl auth can-i: edit and admin may change Promociones and scale them, view may read them; none may write the status, none outside the namespace")
 }
 
 // make build-installer writes one file with everything, the image set by
 // kustomize from IMG; the API server accepts it (a server-side dry run).
 func TestInstaller(t *testing.T) {
-	l := newLesson(t)
+	l := NewLesson(t)
 	const img = "registry.example.com:5000/tienda/operador-promociones:v2.0.0"
-	out := filepath.Join(l.tmp, "install.yaml")
-	cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+out, "KUBECTL="+l.kubectlBin)
-	cmd.Dir = l.root
+	out := filepath.Join(l.Tmp, "install.yaml")
+	cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+out, "KUBECTL="+l.KubectlBin)
+	cmd.Dir = l.Root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make build-installer: %v\n%s", err, b)
 	}
 	// --force-conflicts: objects that earlier tests applied client-side are
 	// here; what is checked is that the API server accepts these.
-	applied := l.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", out, "-o", "json")
+	applied := l.Kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", out, "-o", "json")
 	var list struct {
 		Items []struct {
 			Kind     string `json:"kind"`
@@ -277,7 +277,7 @@ func TestInstaller(t *testing.T) {
 			t.Errorf("install.yaml lacks %s; it holds %v", want, kinds)
 		}
 	}
-	l.logf("make build-installer IMG=%s: %d objects, accepted by the API server (server-side dry run), the image set", img, len(list.Items))
+	l.Logf("make build-installer IMG=%s: %d objects, accepted by the API server (server-side dry run), the image set", img, len(list.Items))
 
 	// The installer's parts: the API (make install, make uninstall) and the
 	// operator (make undeploy) are together all of manifiestos/, each object
@@ -295,7 +295,7 @@ func TestInstaller(t *testing.T) {
 		return names
 	}
 	part := func(env ...string) []string {
-		cmd := exec.Command(filepath.Join(l.root, "hack", "installer.sh"), img, "-", l.kubectlBin)
+		cmd := exec.Command(filepath.Join(l.Root, "hack", "installer.sh"), img, "-", l.KubectlBin)
 		cmd.Env = append(os.Environ(), env...)
 		b, err := cmd.Output()
 		if err != nil {
@@ -305,14 +305,14 @@ func TestInstaller(t *testing.T) {
 	}
 	api, operator := part("PART=api"), part("PART=operator")
 	var files []string
-	yamls, _ := filepath.Glob(filepath.Join(l.root, "manifiestos", "*.yaml"))
+	yamls, _ := filepath.Glob(filepath.Join(l.Root, "manifiestos", "*.yaml"))
 	for _, f := range yamls {
 		b, _ := os.ReadFile(f)
 		files = append(files, objects(string(b))...)
 	}
 	slices.Sort(files)
 	both := slices.Sorted(slices.Values(append(slices.Clone(api), operator...)))
-	kustomized := objects(l.kubectl("kustomize", filepath.Join(l.root, "manifiestos")))
+	kustomized := objects(l.Kubectl("kustomize", filepath.Join(l.Root, "manifiestos")))
 	switch {
 	case !slices.Equal(both, files):
 		t.Errorf("the installer's parts, api %v and operator %v, are not manifiestos/*.yaml %v", api, operator, files)
@@ -323,13 +323,13 @@ func TestInstaller(t *testing.T) {
 	case !slices.Contains(api, "CustomResourceDefinition/promociones.tienda.example.com") || slices.Contains(operator, "CustomResourceDefinition/promociones.tienda.example.com"):
 		t.Errorf("the CRD is not in the API's part alone: api %v, operator %v", api, operator)
 	}
-	l.logf("the installer's parts: the API (%d objects) and the operator (%d), together manifiestos/", len(api), len(operator))
+	l.Logf("the installer's parts: the API (%d objects) and the operator (%d), together manifiestos/", len(api), len(operator))
 
 	// Confined to namespaces: the operator's ClusterRole bound in each by a
 	// RoleBinding, none cluster-wide, and the operator told to watch only them.
-	confined := filepath.Join(l.tmp, "confined.yaml")
-	cmd = exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.kubectlBin, "NAMESPACES=tienda,outlet", "WEB_IMAGE=registry.example.com/web:2")
-	cmd.Dir = l.root
+	confined := filepath.Join(l.Tmp, "confined.yaml")
+	cmd = exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.KubectlBin, "NAMESPACES=tienda,outlet", "WEB_IMAGE=registry.example.com/web:2")
+	cmd.Dir = l.Root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make build-installer NAMESPACES=...: %v\n%s", err, b)
 	}
@@ -346,19 +346,19 @@ func TestInstaller(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"NAMESPACES=Tienda", "NAMESPACES=a,,b", "WEB_IMAGE=web image"} {
-		cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.kubectlBin, bad)
-		cmd.Dir = l.root
+		cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+confined, "KUBECTL="+l.KubectlBin, bad)
+		cmd.Dir = l.Root
 		if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "is not a") {
 			t.Errorf("make build-installer %s: %v, want a refusal:\n%s", bad, err, b)
 		}
 	}
-	l.logf("make build-installer NAMESPACES=tienda,outlet: RoleBindings in both, no ClusterRoleBinding, --namespace for each; bad values refused")
+	l.Logf("make build-installer NAMESPACES=tienda,outlet: RoleBindings in both, no ClusterRoleBinding, --namespace for each; bad values refused")
 
 	// manifiestos/monitoring, which needs the Prometheus Operator's CRDs that
 	// this cluster lacks: the NetworkPolicy goes to the API server, and the
 	// ServiceMonitor must name the metrics Service's port and labels.
-	monitoring := filepath.Join(l.root, "manifiestos", "monitoring")
-	l.kubectl("apply", "--dry-run=server", "-f", filepath.Join(monitoring, "networkpolicy.yaml"))
+	monitoring := filepath.Join(l.Root, "manifiestos", "monitoring")
+	l.Kubectl("apply", "--dry-run=server", "-f", filepath.Join(monitoring, "networkpolicy.yaml"))
 	sm, err := os.ReadFile(filepath.Join(monitoring, "servicemonitor.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // faults is what the proxy does to the requests passing it. The zero value
@@ -78,20 +76,17 @@ type proxy struct {
 
 // startProxy starts a proxy in front of the tests' API server, speaking for
 // the ServiceAccount sa of default.
-func (l *lesson) startProxy(sa string) *proxy {
-	l.t.Helper()
-	token := l.kubectl("create", "token", sa, "-n", "default", "--duration=2h")
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+func (l *Lesson) startProxy(sa string) *proxy {
+	l.T.Helper()
+	token := l.Kubectl("create", "token", sa, "-n", "default", "--duration=2h")
+	cfg := l.RestConfig(l.Kubeconfig)
 	up, err := url.Parse(cfg.Host)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cfg.CAData)
-	p := &proxy{t: l.t, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}}
+	p := &proxy{t: l.T, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
@@ -104,12 +99,12 @@ func (l *lesson) startProxy(sa string) *proxy {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	p.url = "http://" + ln.Addr().String()
 	srv := &http.Server{Handler: p}
 	go func() { _ = srv.Serve(ln) }()
-	l.t.Cleanup(func() { p.release(); _ = srv.Close() })
+	l.T.Cleanup(func() { p.release(); _ = srv.Close() })
 	return p
 }
 
@@ -367,9 +362,9 @@ func (a *afterAnswer) Flush() {
 }
 
 // kubeconfig writes a kubeconfig that reaches the API server through the proxy.
-func (p *proxy) kubeconfig(l *lesson) string {
-	l.t.Helper()
-	path := filepath.Join(l.tmp, "proxy-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".kubeconfig")
+func (p *proxy) kubeconfig(l *Lesson) string {
+	l.T.Helper()
+	path := filepath.Join(l.Tmp, "proxy-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: proxy, cluster: {server: %q}}]
@@ -378,7 +373,7 @@ contexts: [{name: proxy, context: {cluster: proxy, user: proxy, namespace: defau
 current-context: proxy
 `, p.url)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	return path
 }

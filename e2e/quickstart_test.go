@@ -13,27 +13,27 @@ import (
 // (its own folder and port, beside the tests' cluster): make dev, then what
 // the README tells a reader to run, then make cluster-down.
 func TestQuickStart(t *testing.T) {
-	if !env.realNode {
+	if !Env.RealNode {
 		t.Fatal("the quick start needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := newLesson(t)
+	l := NewLesson(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	runMake := func(target string) {
 		t.Helper()
 		cmd := exec.Command("make", target)
-		cmd.Dir = l.root
+		cmd.Dir = l.Root
 		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+dir, "CLUSTER_PORT=17543")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("make %s: %v\n%s", target, err, out)
 		}
-		l.logf("make %s:\n%s", target, lastLines(string(out), 12))
+		l.Logf("make %s:\n%s", target, lastLines(string(out), 12))
 	}
 	t.Cleanup(func() { runMake("cluster-down") })
 	runMake("dev")
 
 	kubectl := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(filepath.Join(l.root, "bin", "kubectl"), args...)
+		cmd := exec.Command(filepath.Join(l.Root, "bin", "kubectl"), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
 		return cmd
 	}
@@ -63,11 +63,11 @@ func TestQuickStart(t *testing.T) {
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, "8080") {
 		t.Fatalf("bin/kubectl port-forward svc/rebajas-verano 8080:80: %q %v", line, err)
 	}
-	page := httpGet(t, "http://localhost:8080")
+	page := HTTPGet(t, "http://localhost:8080")
 	if !strings.Contains(page, "<h1>https://tienda.example.com</h1>") {
 		t.Errorf("http://localhost:8080 serves:\n%s", page)
 	}
-	l.logf("the README's commands ran as it says: get promociones, logs, port-forward and the page")
+	l.Logf("the README's commands ran as it says: get promociones, logs, port-forward and the page")
 	runMake("cluster-down")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("make cluster-down left %s", dir)

@@ -23,22 +23,22 @@ import (
 
 // make runs a target of the Makefile on the tests' cluster, with their kubectl,
 // writing dist/install.yaml into the test's folder rather than the checkout.
-func (l *lesson) make(args ...string) (string, error) {
-	cmd := exec.Command("make", append([]string{"--no-print-directory", "KUBECTL=" + l.kubectlBin,
-		"INSTALLER=" + filepath.Join(l.tmp, "install.yaml")}, args...)...)
-	cmd.Dir = l.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+func (l *Lesson) make(args ...string) (string, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "KUBECTL=" + l.KubectlBin,
+		"INSTALLER=" + filepath.Join(l.Tmp, "install.yaml")}, args...)...)
+	cmd.Dir = l.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-func (l *lesson) mustMake(args ...string) string {
-	l.t.Helper()
+func (l *Lesson) mustMake(args ...string) string {
+	l.T.Helper()
 	out, err := l.make(args...)
 	if err != nil {
-		l.t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		l.T.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	l.logf("make %s", strings.Join(args, " "))
+	l.Logf("make %s", strings.Join(args, " "))
 	return out
 }
 
@@ -50,16 +50,16 @@ func (l *lesson) mustMake(args ...string) string {
 // new Promocion of the name takes back the orphans that the garbage collector
 // left, the same objects.
 func TestNoTakeover(t *testing.T) {
-	l := newLesson(t)
-	l.identity("no-adopta")
-	orphans := l.namespace("huerfanos")
-	t.Cleanup(func() { _, _ = l.tryKubectl("delete", "namespace", orphans, "--wait=false") })
-	o := l.start(launch{who: "no-adopta", kubeconfig: l.serviceAccountKubeconfig("no-adopta"),
-		args: []string{"--namespace=default", "--namespace=" + orphans}})
+	l := NewLesson(t)
+	l.Identity("no-adopta")
+	orphans := l.Namespace("huerfanos")
+	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", orphans, "--wait=false") })
+	o := l.Start(Launch{Who: "no-adopta", Kubeconfig: l.ServiceAccountKubeconfig("no-adopta"),
+		Args: []string{"--namespace=default", "--namespace=" + orphans}})
 
-	l.step("1", "a Promocion named kubernetes, in default")
+	l.Step("1", "a Promocion named kubernetes, in default")
 	apiService := func() string {
-		return l.kubectl("get", "service", "kubernetes", "-n", "default", "-o",
+		return l.Kubectl("get", "service", "kubernetes", "-n", "default", "-o",
 			"jsonpath={.metadata.uid} {.metadata.resourceVersion} {.metadata.ownerReferences} {.metadata.labels} {.spec.selector} {.spec.ports}")
 	}
 	before := apiService()
@@ -69,32 +69,32 @@ metadata: {name: kubernetes, namespace: default}
 spec: {banner: "no es mío", replicas: 0}
 `)
 	t.Cleanup(func() {
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "promocion", "kubernetes", "-n", "default")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "promocion", "kubernetes", "-n", "default")
 	})
-	l.eventually("the Promocion reports that the Service kubernetes is not its own", func() error {
-		out := l.kubectl("get", "promocion", "kubernetes", "-n", "default", "-o",
+	l.Eventually("the Promocion reports that the Service kubernetes is not its own", func() error {
+		out := l.Kubectl("get", "promocion", "kubernetes", "-n", "default", "-o",
 			`jsonpath={.status.conditions[?(@.type=="Degraded")].reason}: {.status.conditions[?(@.type=="Degraded")].message}`)
 		if !strings.HasPrefix(out, "ChildExists: Service kubernetes already exists and was not made by the operator") {
 			return fmt.Errorf("Degraded %q", out)
 		}
 		return nil
 	})
-	if describe := l.kubectl("describe", "promocion", "kubernetes", "-n", "default"); !regexp.MustCompile(`Warning\s+ChildExists`).MatchString(describe) {
+	if describe := l.Kubectl("describe", "promocion", "kubernetes", "-n", "default"); !regexp.MustCompile(`Warning\s+ChildExists`).MatchString(describe) {
 		t.Errorf("kubectl describe shows no Warning ChildExists:\n%s", describe)
 	}
 	for _, child := range []string{"deployment/kubernetes", "configmap/kubernetes-html"} {
-		if ref := l.kubectl("get", child, "-n", "default", "-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}"); ref != "Promocion/kubernetes" {
+		if ref := l.Kubectl("get", child, "-n", "default", "-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}"); ref != "Promocion/kubernetes" {
 			t.Errorf("%s: owner %q, want the Promocion: the other children are still made", child, ref)
 		}
 	}
 	if now := apiService(); now != before {
 		t.Errorf("the API server's Service changed:\nbefore %s\nafter  %s", before, now)
 	}
-	l.logf("the Service kubernetes untouched (uid, resourceVersion, owners, labels, selector, ports); the Deployment and ConfigMap made")
+	l.Logf("the Service kubernetes untouched (uid, resourceVersion, owners, labels, selector, ports); the Deployment and ConfigMap made")
 
-	l.kubectl("delete", "promocion", "kubernetes", "-n", "default")
-	l.eventually("the garbage collector deletes what the operator made", func() error {
-		if out := l.kubectl("get", "deployment/kubernetes", "configmap/kubernetes-html", "-n", "default", "--ignore-not-found", "-o", "name"); out != "" {
+	l.Kubectl("delete", "promocion", "kubernetes", "-n", "default")
+	l.Eventually("the garbage collector deletes what the operator made", func() error {
+		if out := l.Kubectl("get", "deployment/kubernetes", "configmap/kubernetes-html", "-n", "default", "--ignore-not-found", "-o", "name"); out != "" {
 			return fmt.Errorf("still there: %s", out)
 		}
 		return nil
@@ -102,25 +102,25 @@ spec: {banner: "no es mío", replicas: 0}
 	if now := apiService(); now != before {
 		t.Errorf("the API server's Service changed after the Promocion's deletion:\nbefore %s\nafter  %s", before, now)
 	}
-	l.logf("the Promocion deleted: its Deployment and ConfigMap collected, the Service kubernetes as it was")
+	l.Logf("the Promocion deleted: its Deployment and ConfigMap collected, the Service kubernetes as it was")
 
-	l.step("2", "kubectl delete promocion --cascade=orphan, then the same name again")
-	l.createPromociones(orphans, 1, 1)
-	l.waitListo(orphans, 1)
+	l.Step("2", "kubectl delete promocion --cascade=orphan, then the same name again")
+	l.CreatePromociones(orphans, 1, 1)
+	l.WaitListo(orphans, 1)
 	children := func(jsonpath string) string {
-		return l.kubectl("get", "configmap/promo-0-html", "deployment/promo-0", "service/promo-0", "-n", orphans, "-o", "jsonpath="+jsonpath)
+		return l.Kubectl("get", "configmap/promo-0-html", "deployment/promo-0", "service/promo-0", "-n", orphans, "-o", "jsonpath="+jsonpath)
 	}
 	uids := func() string { return children("{.items[*].metadata.uid}") }
 	owners := func() string { return children("{range .items[*]}{.metadata.ownerReferences[0].uid} {end}") }
 	made := uids()
-	l.kubectl("delete", "promocion", "promo-0", "-n", orphans, "--cascade=orphan")
+	l.Kubectl("delete", "promocion", "promo-0", "-n", orphans, "--cascade=orphan")
 	if got := strings.TrimSpace(owners()); got != "" || uids() != made {
 		t.Fatalf("after --cascade=orphan: children %s with owners %q, want %s with none", uids(), got, made)
 	}
-	l.logf("the garbage collector orphaned the children: no owner, the operator's labels")
-	l.createPromociones(orphans, 1, 1)
-	uid := l.kubectl("get", "promocion", "promo-0", "-n", orphans, "-o", "jsonpath={.metadata.uid}")
-	l.eventually("the new Promocion controls the same children", func() error {
+	l.Logf("the garbage collector orphaned the children: no owner, the operator's labels")
+	l.CreatePromociones(orphans, 1, 1)
+	uid := l.Kubectl("get", "promocion", "promo-0", "-n", orphans, "-o", "jsonpath={.metadata.uid}")
+	l.Eventually("the new Promocion controls the same children", func() error {
 		if got := strings.Fields(owners()); !slices.Equal(got, []string{uid, uid, uid}) {
 			return fmt.Errorf("owners %v, want %s of each", got, uid)
 		}
@@ -129,8 +129,8 @@ spec: {banner: "no es mío", replicas: 0}
 		}
 		return nil
 	})
-	l.waitListo(orphans, 1)
-	o.stop(t)
+	l.WaitListo(orphans, 1)
+	o.Stop(t)
 }
 
 // make deploy NAMESPACES=...: the operator from its image, in the cluster,
@@ -138,27 +138,27 @@ spec: {banner: "no es mío", replicas: 0}
 // make undeploy removes it, and the shops keep serving with no operator;
 // make deploy again takes them back with zero writes and no pod restarted.
 func TestConfinedDeployUndeployDeploy(t *testing.T) {
-	if !env.realNode {
+	if !Env.RealNode {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := newLesson(t)
-	l.loadOperatorImage(operatorImage)
+	l := NewLesson(t)
+	l.LoadOperatorImage(operatorImage)
 	// tienda-a's pods run on node-real, for real; tienda-b's and fuera's on kwok.
-	l.kubectl("create", "namespace", "tienda-a")
-	l.namespace("tienda-b")
-	l.namespace("fuera")
+	l.Kubectl("create", "namespace", "tienda-a")
+	l.Namespace("tienda-b")
+	l.Namespace("fuera")
 	watched := []string{"tienda-a", "tienda-b"}
-	deploy := []string{"IMG=" + operatorImage, "WEB_IMAGE=" + webImage, "NAMESPACES=tienda-a,tienda-b"}
+	deploy := []string{"IMG=" + operatorImage, "WEB_IMAGE=" + WebImage, "NAMESPACES=tienda-a,tienda-b"}
 	t.Cleanup(func() {
 		_, _ = l.make("undeploy")
-		_, _ = l.tryKubectl("delete", "namespace", "tienda-a", "tienda-b", "fuera", "--wait=false")
+		_, _ = l.TryKubectl("delete", "namespace", "tienda-a", "tienda-b", "fuera", "--wait=false")
 	})
 
-	l.step("1", "make deploy NAMESPACES=tienda-a,tienda-b, over an earlier install to every namespace")
-	l.kubectl("apply", "-f", filepath.Join(l.root, "manifiestos", "sa.yaml"), "-f", filepath.Join(l.root, "manifiestos", "rbac.yaml"))
+	l.Step("1", "make deploy NAMESPACES=tienda-a,tienda-b, over an earlier install to every namespace")
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sa.yaml"), "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
 	deployed := time.Now()
 	l.mustMake(append([]string{"deploy"}, deploy...)...)
-	if out := l.kubectl("get", "clusterrolebinding", "operador-promociones", "--ignore-not-found", "-o", "name"); out != "" {
+	if out := l.Kubectl("get", "clusterrolebinding", "operador-promociones", "--ignore-not-found", "-o", "name"); out != "" {
 		t.Errorf("the grant to every namespace is still there: %s", out)
 	}
 	l.waitForOperatorPods(2)
@@ -167,63 +167,63 @@ kind: Promocion
 metadata: {name: escaparate, namespace: tienda-a}
 spec: {banner: "Rebajas confinadas", replicas: 2}
 `)
-	l.createPromociones("tienda-b", 3, 1)
-	l.createPromociones("fuera", 1, 1)
-	l.waitListo("tienda-a", 1)
-	l.waitListo("tienda-b", 3)
-	if out := l.kubectl("get", "deployments,services,configmaps", "-n", "fuera", "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+	l.CreatePromociones("tienda-b", 3, 1)
+	l.CreatePromociones("fuera", 1, 1)
+	l.WaitListo("tienda-a", 1)
+	l.WaitListo("tienda-b", 3)
+	if out := l.Kubectl("get", "deployments,services,configmaps", "-n", "fuera", "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
 		t.Errorf("the operator made children in fuera, which it does not watch: %s", out)
 	}
-	if st := l.kubectl("get", "promocion", "promo-0", "-n", "fuera", "-o", "jsonpath={.status}"); st != "" {
+	if st := l.Kubectl("get", "promocion", "promo-0", "-n", "fuera", "-o", "jsonpath={.status}"); st != "" {
 		t.Errorf("the operator wrote the status of a Promocion in fuera: %s", st)
 	}
-	l.auditFlushed()
-	inShops := func(r request) bool {
-		return r.user == sa && (strings.Contains(r.uri, "/namespaces/tienda-a/") || strings.Contains(r.uri, "/namespaces/tienda-b/"))
+	l.AuditFlushed()
+	inShops := func(r Request) bool {
+		return r.User == SA && (strings.Contains(r.URI, "/namespaces/tienda-a/") || strings.Contains(r.URI, "/namespaces/tienda-b/"))
 	}
-	if made := l.audit(deployed, inShops); len(made) < 4*4 { // 3 children and a status each, at least
+	if made := l.Audit(deployed, inShops); len(made) < 4*4 { // 3 children and a status each, at least
 		t.Fatalf("the audit log shows %d writes of the operator making 4 shops: it does not see them", len(made))
 	}
-	l.logf("tienda-a and tienda-b Listo; fuera untouched")
+	l.Logf("tienda-a and tienda-b Listo; fuera untouched")
 
-	l.step("2", "the API server confines it: kubectl auth can-i, and a write tried with its own token")
+	l.Step("2", "the API server confines it: kubectl auth can-i, and a write tried with its own token")
 	yes := map[bool]string{true: "yes", false: "no"}
 	for _, ns := range []string{"tienda-a", "tienda-b", "fuera", "kube-system", "default"} {
 		inside := slices.Contains(watched, ns)
 		for _, verb := range []string{"create", "update", "delete"} {
 			for _, child := range []string{"deployments.apps", "services", "configmaps"} {
-				l.expectCanI(sa, yes[inside], verb, child, "-n", ns)
+				l.ExpectCanI(SA, yes[inside], verb, child, "-n", ns)
 			}
 		}
-		l.expectCanI(sa, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
-		l.expectCanI(sa, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
-		l.expectCanI(sa, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
+		l.ExpectCanI(SA, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
+		l.ExpectCanI(SA, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
+		l.ExpectCanI(SA, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
 	}
 	for _, verb := range []string{"list", "create", "update", "delete"} {
-		l.expectCanI(sa, "no", verb, "deployments.apps", "-A")
-		l.expectCanI(sa, "no", verb, "configmaps", "-A")
+		l.ExpectCanI(SA, "no", verb, "deployments.apps", "-A")
+		l.ExpectCanI(SA, "no", verb, "configmaps", "-A")
 	}
-	l.expectCanI(sa, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
-	l.expectCanI(sa, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
-	token := l.serviceAccountKubeconfig("operador-promociones")
+	l.ExpectCanI(SA, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
+	l.ExpectCanI(SA, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
+	token := l.ServiceAccountKubeconfig("operador-promociones")
 	for _, ns := range []string{"fuera", "kube-system"} {
-		out, err := runCombined(l.kubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
+		out, err := RunCombined(l.KubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
 		if err == nil || !strings.Contains(out, "forbidden") {
 			t.Errorf("the operator's token created a ConfigMap in %s: %v %s", ns, err, out)
 		}
 	}
-	l.logf("yes in tienda-a and tienda-b, no in fuera, kube-system, default and cluster-wide; its token is refused a write in fuera and kube-system")
+	l.Logf("yes in tienda-a and tienda-b, no in fuera, kube-system, default and cluster-wide; its token is refused a write in fuera and kube-system")
 
-	l.step("3", "make undeploy: the operator goes, the Promociones and their shops stay, serving")
+	l.Step("3", "make undeploy: the operator goes, the Promociones and their shops stay, serving")
 	before := l.shops(watched)
 	l.mustMake("undeploy") // it finds the RoleBindings of the confined install itself
-	l.eventually("no operator Pod, ServiceAccount, RBAC or metrics Service left", func() error {
-		if out := l.kubectl("get", "deployments,pods,serviceaccounts,services,roles,rolebindings", "-n", "default", "-l", "app=operador-promociones", "-o", "name"); out != "" {
+	l.Eventually("no operator Pod, ServiceAccount, RBAC or metrics Service left", func() error {
+		if out := l.Kubectl("get", "deployments,pods,serviceaccounts,services,roles,rolebindings", "-n", "default", "-l", "app=operador-promociones", "-o", "name"); out != "" {
 			return fmt.Errorf("left: %s", out)
 		}
 		for _, obj := range []string{"serviceaccount/operador-promociones", "clusterrole/operador-promociones", "rolebinding/operador-promociones -n tienda-a",
 			"rolebinding/operador-promociones -n tienda-b", "clusterrolebinding/operador-promociones-metrics-auth", "service/operador-promociones-metrics"} {
-			if out := l.kubectl(append(append([]string{"get"}, strings.Fields(obj)...), "--ignore-not-found", "-o", "name")...); out != "" {
+			if out := l.Kubectl(append(append([]string{"get"}, strings.Fields(obj)...), "--ignore-not-found", "-o", "name")...); out != "" {
 				return fmt.Errorf("left: %s", out)
 			}
 		}
@@ -231,7 +231,7 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	})
 	for _, kept := range []string{"crd/promociones.tienda.example.com", "validatingadmissionpolicy/operador-promociones-protect-crd",
 		"clusterrole/promocion-editor", "clusterrole/promocion-viewer"} {
-		if _, err := l.tryKubectl("get", kept); err != nil {
+		if _, err := l.TryKubectl("get", kept); err != nil {
 			t.Errorf("make undeploy deleted %s: %v", kept, err)
 		}
 	}
@@ -239,37 +239,37 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 		t.Errorf("make undeploy changed the shops:\nbefore\n%s\nafter\n%s", before, after)
 	}
 	l.serves("tienda-a", "escaparate", "Rebajas confinadas")
-	l.logf("with no operator running, the shop of tienda-a serves its page through its Service")
+	l.Logf("with no operator running, the shop of tienda-a serves its page through its Service")
 
-	l.step("4", "make deploy again: it takes them back, with zero writes and no pod restarted")
-	l.auditFlushed()
+	l.Step("4", "make deploy again: it takes them back, with zero writes and no pod restarted")
+	l.AuditFlushed()
 	redeployed := time.Now()
 	l.mustMake(append([]string{"deploy"}, deploy...)...)
 	pods := l.waitForOperatorPods(2)
 	leader := l.waitForLeader(pods)
 	l.waitReconciled(leader, 4)
-	l.auditFlushed()
-	if writes := l.audit(redeployed, inShops); len(writes) > 0 {
-		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), first(writes, 20))
+	l.AuditFlushed()
+	if writes := l.Audit(redeployed, inShops); len(writes) > 0 {
+		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), First(writes, 20))
 	}
 	if after := l.shops(watched); after != before {
 		t.Errorf("the shops changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
-	l.logf("the new leader %s reconciled all 4 Promociones: 0 writes in tienda-a and tienda-b; the Promociones, children and pods as before", leader)
+	l.Logf("the new leader %s reconciled all 4 Promociones: 0 writes in tienda-a and tienda-b; the Promociones, children and pods as before", leader)
 }
 
 // shops is what a change to the shops of namespaces would show: each
 // Promocion's and child's resourceVersion (a Deployment's generation, since
 // its controller writes its status), and each pod's UID and restarts.
-func (l *lesson) shops(namespaces []string) string {
-	l.t.Helper()
+func (l *Lesson) shops(namespaces []string) string {
+	l.T.Helper()
 	var b strings.Builder
 	for _, ns := range namespaces {
-		b.WriteString(l.kubectl("get", "promociones,configmaps,services", "-n", ns, "-o",
+		b.WriteString(l.Kubectl("get", "promociones,configmaps,services", "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.resourceVersion}{"\n"}{end}`))
-		b.WriteString(l.kubectl("get", "deployments", "-n", ns, "-o",
+		b.WriteString(l.Kubectl("get", "deployments", "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name} generation {.metadata.generation}{"\n"}{end}`))
-		b.WriteString(l.kubectl("get", "pods", "-n", ns, "-o",
+		b.WriteString(l.Kubectl("get", "pods", "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid} restarts {.status.containerStatuses[*].restartCount}{"\n"}{end}`))
 	}
 	return b.String()
@@ -277,11 +277,11 @@ func (l *lesson) shops(namespaces []string) string {
 
 // serves checks, from node-real, that the Service of promocion in ns serves
 // its page with banner, through its ClusterIP.
-func (l *lesson) serves(ns, promocion, banner string) {
-	l.t.Helper()
-	ip := l.kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
-	l.eventually(fmt.Sprintf("curl http://%s/ on node-real serves %q", ip, banner), func() error {
-		out, err := clusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+func (l *Lesson) serves(ns, promocion, banner string) {
+	l.T.Helper()
+	ip := l.Kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
+	l.Eventually(fmt.Sprintf("curl http://%s/ on node-real serves %q", ip, banner), func() error {
+		out, err := ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "<h1>"+banner+"</h1>") {
 			return fmt.Errorf("%w: %s", err, out)
 		}
@@ -290,11 +290,11 @@ func (l *lesson) serves(ns, promocion, banner string) {
 }
 
 // waitForLeader waits until one of pods holds the operator's Lease, and returns it.
-func (l *lesson) waitForLeader(pods []string) string {
-	l.t.Helper()
+func (l *Lesson) waitForLeader(pods []string) string {
+	l.T.Helper()
 	var leader string
-	l.eventually("one of the operator's Pods leads", func() error {
-		holder, _ := l.tryKubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}")
+	l.Eventually("one of the operator's Pods leads", func() error {
+		holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}")
 		if leader = strings.Split(holder, "_")[0]; !slices.Contains(pods, leader) {
 			return fmt.Errorf("the Lease is held by %q", holder)
 		}
@@ -307,15 +307,15 @@ func (l *lesson) waitForLeader(pods []string) string {
 // Promociones since it started, and has nothing queued or in progress: it
 // reads the Pod's /metrics through kubectl port-forward, with the token of a
 // ServiceAccount bound to the metrics reader's role, as a scraper would.
-func (l *lesson) waitReconciled(pod string, n int) {
-	l.t.Helper()
-	l.kubectl("create", "serviceaccount", "lector-metricas", "-n", "default")
-	l.kubectl("create", "clusterrolebinding", "lector-metricas", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount=default:lector-metricas")
-	l.t.Cleanup(func() {
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "clusterrolebinding/lector-metricas")
-		_, _ = l.tryKubectl("delete", "--ignore-not-found", "serviceaccount/lector-metricas", "-n", "default")
+func (l *Lesson) waitReconciled(pod string, n int) {
+	l.T.Helper()
+	l.Kubectl("create", "serviceaccount", "lector-metricas", "-n", "default")
+	l.Kubectl("create", "clusterrolebinding", "lector-metricas", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount=default:lector-metricas")
+	l.T.Cleanup(func() {
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "clusterrolebinding/lector-metricas")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "serviceaccount/lector-metricas", "-n", "default")
 	})
-	token := l.kubectl("create", "token", "lector-metricas", "-n", "default")
+	token := l.Kubectl("create", "token", "lector-metricas", "-n", "default")
 	addr, stop := l.portForwardTo("-n", "default", "pod/"+pod, ":8443")
 	defer stop()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the certificate is self-signed
@@ -329,7 +329,7 @@ func (l *lesson) waitReconciled(pod string, n int) {
 		}
 		return sum
 	}
-	l.eventually(fmt.Sprintf("%s has reconciled %d Promociones and has nothing queued", pod, n), func() error {
+	l.Eventually(fmt.Sprintf("%s has reconciled %d Promociones and has nothing queued", pod, n), func() error {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := c.Do(req)
@@ -358,14 +358,14 @@ func (l *lesson) waitReconciled(pod string, n int) {
 // every shop, the guard and the users' roles. The test puts the API back for
 // the tests after it.
 func TestUninstall(t *testing.T) {
-	l := newLesson(t)
-	ns := l.namespace("desinstalar")
-	t.Cleanup(func() { _, _ = l.tryKubectl("delete", "namespace", ns, "--wait=false") })
+	l := NewLesson(t)
+	ns := l.Namespace("desinstalar")
+	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
 	l.mustMake("install")
 	// The API server enforces a new policy once its informer has it: a server-side
 	// dry run goes through admission, so it is refused from then on.
-	l.eventually("the guard is in force", func() error {
-		if _, err := l.tryKubectl("delete", "crd", "promociones.tienda.example.com", "--dry-run=server"); err == nil {
+	l.Eventually("the guard is in force", func() error {
+		if _, err := l.TryKubectl("delete", "crd", "promociones.tienda.example.com", "--dry-run=server"); err == nil {
 			return errors.New("a dry-run deletion of the CRD is still let through")
 		}
 		return nil
@@ -374,46 +374,46 @@ func TestUninstall(t *testing.T) {
 		if _, err := l.make("install"); err != nil {
 			t.Errorf("make install: %v", err)
 		}
-		l.eventually("the CRD is back, Established", func() error {
-			out, err := l.tryKubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		l.Eventually("the CRD is back, Established", func() error {
+			out, err := l.TryKubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 			if err == nil && out != "True" {
 				err = fmt.Errorf("Established: %q", out)
 			}
 			return err
 		})
 	})
-	o := l.start(launch{who: "desinstalar", args: []string{"--namespace=" + ns}})
-	l.createPromociones(ns, 2, 1)
-	l.waitListo(ns, 2)
-	o.stop(t)
-	crdUID := l.kubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}")
+	o := l.Start(Launch{Who: "desinstalar", Args: []string{"--namespace=" + ns}})
+	l.CreatePromociones(ns, 2, 1)
+	l.WaitListo(ns, 2)
+	o.Stop(t)
+	crdUID := l.Kubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}")
 	intact := func(after string) {
 		t.Helper()
-		if uid, _ := l.tryKubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}"); uid != crdUID {
+		if uid, _ := l.TryKubectl("get", "crd", "promociones.tienda.example.com", "-o", "jsonpath={.metadata.uid}"); uid != crdUID {
 			t.Fatalf("after %s, the CRD is gone or another (uid %q, was %s)", after, uid, crdUID)
 		}
-		if n := l.listo(ns); n != 2 {
+		if n := l.Listo(ns); n != 2 {
 			t.Fatalf("after %s, %d Promociones Listo, want 2", after, n)
 		}
-		if out := l.kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); strings.Count(out, "\n")+1 != 6 {
+		if out := l.Kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); strings.Count(out, "\n")+1 != 6 {
 			t.Fatalf("after %s, the children are not all there:\n%s", after, out)
 		}
 	}
 
 	for _, args := range [][]string{
 		{"delete", "crd", "promociones.tienda.example.com"},
-		{"delete", "-f", filepath.Join(l.root, "manifiestos", "crd.yaml")},
+		{"delete", "-f", filepath.Join(l.Root, "manifiestos", "crd.yaml")},
 	} {
-		_, err := l.tryKubectl(args...)
+		_, err := l.TryKubectl(args...)
 		if err == nil || !strings.Contains(err.Error(), "deleting this CRD deletes every Promocion in the cluster") {
 			t.Errorf("kubectl %s: %v, want the guard's refusal", strings.Join(args, " "), err)
 		}
 		intact("kubectl " + strings.Join(args, " "))
 	}
-	l.logf("kubectl delete crd and kubectl delete -f manifiestos/crd.yaml: refused by the guard, with what to do")
+	l.Logf("kubectl delete crd and kubectl delete -f manifiestos/crd.yaml: refused by the guard, with what to do")
 
 	out, err := l.make("uninstall")
-	all := len(strings.Fields(l.kubectl("get", "promociones", "-A", "-o", "name")))
+	all := len(strings.Fields(l.Kubectl("get", "promociones", "-A", "-o", "name")))
 	if err == nil || !strings.Contains(out, fmt.Sprintf(" %d Promociones, in:", all)) || !regexp.MustCompile(`(?m)^\s+`+ns+`\s+2$`).MatchString(out) ||
 		!strings.Contains(out, "Nothing deleted") {
 		t.Errorf("make uninstall with no terminal: %v, want a refusal listing the Promociones:\n%s", err, out)
@@ -424,30 +424,30 @@ func TestUninstall(t *testing.T) {
 		t.Errorf("make uninstall at a terminal, answered no: %v\n%s", err, out)
 	}
 	intact("make uninstall answered no")
-	l.logf("make uninstall counts the %d Promociones by namespace and deletes nothing: with no terminal, or answered no", all)
+	l.Logf("make uninstall counts the %d Promociones by namespace and deletes nothing: with no terminal, or answered no", all)
 
 	l.mustMake("uninstall", "CONFIRM=yes")
 	for _, gone := range []string{"crd/promociones.tienda.example.com", "validatingadmissionpolicy/operador-promociones-protect-crd",
 		"validatingadmissionpolicybinding/operador-promociones-protect-crd", "clusterrole/promocion-editor", "clusterrole/promocion-viewer"} {
-		if out := l.kubectl("get", gone, "--ignore-not-found", "-o", "name"); out != "" {
+		if out := l.Kubectl("get", gone, "--ignore-not-found", "-o", "name"); out != "" {
 			t.Errorf("make uninstall CONFIRM=yes left %s", out)
 		}
 	}
-	l.eventually("the garbage collector deletes the shops", func() error {
-		if out := l.kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+	l.Eventually("the garbage collector deletes the shops", func() error {
+		if out := l.Kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
 			return errors.New(out)
 		}
 		return nil
 	})
-	l.logf("make uninstall CONFIRM=yes: the CRD, the Promociones, their shops, the guard and the roles are gone")
+	l.Logf("make uninstall CONFIRM=yes: the CRD, the Promociones, their shops, the guard and the roles are gone")
 }
 
 // uninstallAtATerminal runs make uninstall under a pseudo-terminal (script(1)),
 // answering its question.
-func (l *lesson) uninstallAtATerminal(answer string) (string, error) {
-	cmd := exec.Command("script", "-qec", fmt.Sprintf("make --no-print-directory uninstall KUBECTL=%s", l.kubectlBin), "/dev/null")
-	cmd.Dir = l.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
+func (l *Lesson) uninstallAtATerminal(answer string) (string, error) {
+	cmd := exec.Command("script", "-qec", fmt.Sprintf("make --no-print-directory uninstall KUBECTL=%s", l.KubectlBin), "/dev/null")
+	cmd.Dir = l.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig)
 	cmd.Stdin = strings.NewReader(answer + "\n")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
