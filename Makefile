@@ -13,7 +13,7 @@ CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run install uninstall build-installer deploy undeploy image docker-build docker-push fmt vet lint deps test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer deploy undeploy image docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -75,7 +75,7 @@ lint: ## Run golangci-lint (.golangci.yml) on the operator and hack/image; any f
 		cd hack/image && $$lint run --config $(CURDIR)/.golangci.yml ./...
 
 deps: ## Install the Debian packages that the real node and the tests need (iptables, chromium, podman...), if missing.
-	@hack/debian-packages.sh node test
+	@hack/debian-packages.sh node podman chromium
 
 k8s-binaries: ## Build etcd, the Kubernetes binaries and the node's (once; cached outside the checkout), and link bin/kubectl.
 	@mkdir -p bin
@@ -107,23 +107,27 @@ dev: cluster ## The lesson for real on the local cluster: the operator's image a
 	@echo "kubectl logs -l app=operador-promociones -f              # the operator"
 	@echo "kubectl port-forward svc/rebajas-verano 8080:80          # then open http://localhost:8080"
 
-test: vet lint deps k8s-binaries ## Run every test: unit, the image, integration against a real API server, and the lesson end to end.
+test-unit: ## The pure tests alone, with Go alone, in seconds: the edit-and-test loop.
 	$(GO) test -count=1 -short .
+
+test: vet lint k8s-binaries ## Run every test: unit and integration against a real API server (together, once), the alerts, the image, and the end-to-end suites.
 	$(GO) test -count=1 ./manifiestos/monitoring/
+	@hack/debian-packages.sh podman
 	$(GO) -C hack/image test -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
 
-e2e: deps k8s-binaries ## The lesson, Steps 1 to 9, out of and in the cluster, the production tests and short chaos and benchmark runs, on a cluster of their own.
-	$(GO) test -count=1 -timeout 30m -v ./e2e/
+e2e: k8s-binaries ## The end-to-end suites, e2e/lesson, e2e/chaos (short) and e2e/bench (small), one at a time, each on a cluster of its own.
+	@hack/debian-packages.sh node chromium
+	$(GO) test -count=1 -timeout 30m -p 1 -v ./e2e/...
 
 bench: k8s-binaries ## Benchmarks at full scale, beside the lesson's operator and a plain client (about 80 minutes): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
-	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 120m -v -run 'TestBench$$' ./e2e/
+	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 120m -v -run 'TestBench$$' ./e2e/bench/
 
 bench-report: ## Write BENCHMARKS.md's run and the plots in bench/ again from bench/bench-results.json (when only their code changed).
-	BENCH_RESULTS=$(CURDIR)/bench/bench-results.json BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 ./e2e/
+	BENCH_RESULTS=$(CURDIR)/bench/bench-results.json BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 ./e2e/bench/
 	$(GO) -C hack/plots run . $(CURDIR)/bench
 
 chaos: k8s-binaries ## The chaos suite at full scale (about an hour); prints a Markdown table and writes it into RELIABILITY.md.
-	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/
+	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$' ./e2e/chaos/

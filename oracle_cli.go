@@ -11,10 +11,10 @@ package main
 //
 //	operador-promociones -children
 //
-// prints the table of childKinds, a line each: the kind, its resource for
-// kubectl (resource.group), and its name for the Promocion {promocion}. The
-// end-to-end tests, which cannot import package main, drive their checks of
-// each kind from it.
+// prints the table of childKinds, a line each: the kind, its apiVersion, its
+// resource for kubectl (resource.group), and its name for the Promocion
+// {promocion}. The end-to-end tests, which cannot import package main, drive
+// their checks of each kind from it.
 
 import (
 	"context"
@@ -101,7 +101,8 @@ func childTable() []string {
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
 		resource := plural.GroupResource().String()
-		lines = append(lines, strings.Join([]string{k.Kind, resource, k.Name(&Promocion{ObjectMeta: metav1.ObjectMeta{Name: "{promocion}"}})}, " "))
+		name := k.Name(&Promocion{ObjectMeta: metav1.ObjectMeta{Name: "{promocion}"}})
+		lines = append(lines, strings.Join([]string{k.Kind, gvk.GroupVersion().String(), resource, name}, " "))
 	}
 	return lines
 }

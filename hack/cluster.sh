@@ -96,9 +96,21 @@ stop_control_plane() { stop_first 5; }
 # the other, took ten seconds of every benchmark run. stop_first then finds
 # them gone, or waits the moment they take to go.
 kill_control_plane() {
-	local c pid
+	local c pid pids=()
 	for c in "${components[@]:0:5}"; do
-		if pid=$(pid_of "$c"); then kill -KILL "$pid" 2>/dev/null || true; fi
+		if pid=$(pid_of "$c"); then
+			kill -KILL "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+	done
+	# A killed process loses its memory, and with it pid_of's sight of it,
+	# before it closes its sockets: wait for each to be gone or a zombie (whose
+	# sockets are closed), or a restarted API server finds its port taken.
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 200); do
+			[ -r "/proc/$pid/stat" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || break
+			sleep 0.05
+		done
 	done
 	stop_first 5
 }

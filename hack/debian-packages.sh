@@ -6,8 +6,9 @@
 #                                  the kubelet and the CNI bridge program its
 #                                  netfilter), libseccomp-dev and pkg-config (runc
 #                                  is built with seccomp)
-#   hack/debian-packages.sh test   what the tests add: chromium (the page seen in a
-#                                  real browser), podman (the image tarball loaded)
+#   hack/debian-packages.sh podman   the image's tests load its tarball with podman
+#   hack/debian-packages.sh chromium the lesson's end-to-end tests see the page in a
+#                                    real browser
 set -euo pipefail
 
 need=()
@@ -18,11 +19,9 @@ for group in "$@"; do
 		[ -f /usr/include/seccomp.h ] || need+=(libseccomp-dev)
 		command -v pkg-config >/dev/null || need+=(pkg-config)
 		;;
-	test)
-		command -v chromium >/dev/null || need+=(chromium)
-		command -v podman >/dev/null || need+=(podman)
-		;;
-	*) echo "usage: $0 node|test..." >&2; exit 2 ;;
+	podman) command -v podman >/dev/null || need+=(podman) ;;
+	chromium) command -v chromium >/dev/null || need+=(chromium) ;;
+	*) echo "usage: $0 node|podman|chromium..." >&2; exit 2 ;;
 	esac
 done
 [ ${#need[@]} -eq 0 ] && exit 0

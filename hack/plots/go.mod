@@ -2,9 +2,15 @@
 // so that gonum stays out of the operator's go.mod.
 module operador-promociones/hack/plots
 
-go 1.26
+go 1.26.0
 
-require gonum.org/v1/plot v0.17.0
+require (
+	gonum.org/v1/plot v0.17.0
+	operador-promociones v0.0.0-00010101000000-000000000000
+)
+
+// The results' format is the benchmark's own package, e2e/bench/results.
+replace operador-promociones => ../..
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -14,5 +20,5 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
 )

@@ -2,7 +2,8 @@
 //
 //	go run . DIR
 //
-// reads DIR/bench-results.json (written by e2e's TestBench) and writes into DIR
+// reads DIR/bench-results.json (written by e2e/bench's TestBench, in the format
+// of e2e/bench/results) and writes into DIR
 // recovery-ConfigMap.svg, recovery-Deployment.svg, recovery-Service.svg (the
 // distribution of recovery times per candidate, idle and under load),
 // convergence.svg (time to Listo against N) and rss.svg (memory against N).
@@ -16,6 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"operador-promociones/e2e/bench/results"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -23,26 +26,10 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// results holds what the plots need of e2e's results.
-type results struct {
-	Recovery []struct {
-		Candidate, Kind string
-		Loaded          bool
-		Ms              float64
-	}
-	Runs []struct {
-		Section, Candidate, Variant string
-		N                           int
-		Written                     float64 `json:"written_s"`
-		Listo                       float64 `json:"listo_s"`
-		PeakMiB, SettledMiB         float64
-	}
-}
-
 var (
-	candidates = []string{"ours", "leccion", "plain"}
-	names      = map[string]string{"ours": "operador-promociones", "leccion": "the lesson's operator", "plain": "plain client"}
-	colors     = map[string]color.Color{"ours": plotutil.Color(0), "leccion": plotutil.Color(1), "plain": plotutil.Color(2)}
+	candidates = []string{results.Ours, results.Leccion, results.Plain}
+	names      = results.CandidateNames
+	colors     = map[string]color.Color{results.Ours: plotutil.Color(0), results.Leccion: plotutil.Color(1), results.Plain: plotutil.Color(2)}
 )
 
 func main() {
@@ -61,11 +48,17 @@ func drawAll(dir string) error {
 	if err != nil {
 		return err
 	}
-	var res results
+	var res results.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return err
 	}
-	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
+	var kinds []string // every child's, as the run measured them
+	for _, s := range res.Recovery {
+		if !slices.Contains(kinds, s.Kind) {
+			kinds = append(kinds, s.Kind)
+		}
+	}
+	for _, kind := range kinds {
 		if err := recovery(&res, kind, filepath.Join(dir, "recovery-"+kind+".svg")); err != nil {
 			return err
 		}
@@ -80,7 +73,7 @@ func drawAll(dir string) error {
 
 // recovery draws each candidate's distribution of recovery times of kind as
 // an empirical CDF: solid idle, dashed under load.
-func recovery(res *results, kind, file string) error {
+func recovery(res *results.Results, kind, file string) error {
 	p := plot.New()
 	p.Title.Text = "Recovery of a deleted " + kind
 	p.X.Label.Text = "ms from the delete to the new object on a watch"
@@ -123,7 +116,7 @@ func recovery(res *results, kind, file string) error {
 }
 
 // againstN draws two figures of the scale runs against N per operator.
-func againstN(res *results, title, ylabel, file string, pick func(listo, written, peak, settled float64) (float64, float64), first, second string) error {
+func againstN(res *results.Results, title, ylabel, file string, pick func(listo, written, peak, settled float64) (float64, float64), first, second string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "Promociones (N)"

@@ -1,6 +1,6 @@
 // The lesson's operator, as ../shared/seed's lesson writes it: its types,
 // Reconcile and SetupWithManager unchanged. The benchmark builds it as a peer
-// (e2e/bench_test.go); it is not shipped, tested or linted as ours is.
+// (e2e/bench/bench_test.go); it is not shipped, tested or linted as ours is.
 package main
 
 import (

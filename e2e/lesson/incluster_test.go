@@ -1,4 +1,4 @@
-package e2e
+package lesson
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,10 +32,10 @@ const operatorImage = "localhost/operador-promociones:dev"
 // through their real probe; the page fetched through the Service, and seen in
 // a real browser; and the garbage collector removing real pods.
 func TestLessonInCluster(t *testing.T) {
-	if !Env.RealNode {
+	if !framework.Env.RealNode {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.Step("4", "the image: make image builds it without Docker; hack/cluster.sh load puts it on node-real")
 	l.LoadOperatorImage(operatorImage)
 
@@ -50,7 +51,7 @@ func TestLessonInCluster(t *testing.T) {
 			rest = append(rest, doc)
 		}
 	}
-	if len(rbac) != 4 || !strings.Contains(rendered, "image: "+operatorImage) || !strings.Contains(rendered, "--web-image="+WebImage) {
+	if len(rbac) != 4 || !strings.Contains(rendered, "image: "+operatorImage) || !strings.Contains(rendered, "--web-image="+framework.WebImage) {
 		t.Fatalf("hack/local renders %d RBAC objects, and the images:\n%s", len(rbac), rendered)
 	}
 	l.T.Cleanup(func() {
@@ -65,15 +66,15 @@ func TestLessonInCluster(t *testing.T) {
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 	l.Eventually("the logs show the API server refusing the ServiceAccount", func() error {
 		logs := l.Kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
-		for _, want := range []string{"operador-promociones arrancando", `is forbidden: User \"` + SA + `\"`} {
+		for _, want := range []string{"operador-promociones arrancando", `is forbidden: User \"` + framework.OperatorUser + `\"`} {
 			if !strings.Contains(logs, want) {
 				return fmt.Errorf("no %q in:\n%s", want, logs)
 			}
 		}
 		return nil
 	})
-	if _, err := l.TryKubectl("get", "deployment", Name); err == nil {
-		t.Errorf("the Deployment %s exists: the operator acted without permissions", Name)
+	if _, err := l.TryKubectl("get", "deployment", framework.LessonName); err == nil {
+		t.Errorf("the Deployment %s exists: the operator acted without permissions", framework.LessonName)
 	}
 
 	l.Step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
@@ -102,14 +103,14 @@ func TestLessonInCluster(t *testing.T) {
 	l.Logf("the Go memory limit is set from the container's %s", limit.String())
 
 	l.Step("6b", "the web pods are real: Ready through their readiness probe, on node-real, run by containerd")
-	l.waitForWebPods(3, Banner)
-	for _, pod := range strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].metadata.name}")) {
+	l.waitForWebPods(3, framework.LessonBanner)
+	for _, pod := range strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "jsonpath={.items[*].metadata.name}")) {
 		if log := l.Kubectl("logs", pod); !strings.Contains(log, `"GET / HTTP/1.1" 200`) || !strings.Contains(log, "kube-probe") {
 			t.Errorf("pod %s's nginx log shows no probe served:\n%s", pod, log)
 		}
 	}
 	l.Logf("each pod's nginx logged the kubelet's probes (kube-probe), answered 200")
-	l.checkPage(Banner)
+	l.checkPage(framework.LessonBanner)
 
 	l.Step("7", "the leader's Pod deleted: the Lease passes to another replica, and the Deployment makes a third")
 	lease := func() string {
@@ -135,7 +136,7 @@ func TestLessonInCluster(t *testing.T) {
 	if slices.Contains(after, old) {
 		t.Errorf("the deleted leader %s is still among %v", old, after)
 	}
-	l.Kubectl("delete", "deployment", Name)
+	l.Kubectl("delete", "deployment", framework.LessonName)
 	l.waitForRow("3", "3", "Listo")
 	l.Logf("the new leader recreated the Deployment")
 
@@ -160,24 +161,24 @@ func TestLessonInCluster(t *testing.T) {
 	l.Logf("the first eviction passed, the second was refused (429) until a new replica was Ready")
 
 	l.Step("8", "a new banner rolls the pods, and the Service serves the new page")
-	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
+	l.Kubectl("patch", "promocion", framework.LessonName, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
 	l.waitForWebPods(3, "Rebajas de invierno")
 	l.checkPage("Rebajas de invierno")
 
 	l.Step("8b", "a hostile banner is shown as text, in a real browser")
 	// Both mark the page if they run: an alert() would block headless Chromium.
 	const hostile = `<img src=x onerror="document.body.dataset.xss=1"><script>document.body.dataset.xss=2</script>`
-	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"banner":%q}}`, hostile))
+	l.Kubectl("patch", "promocion", framework.LessonName, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"banner":%q}}`, hostile))
 	l.waitForWebPods(3, hostile)
 	l.checkInBrowser(hostile)
 
 	l.Step("9", "kubectl delete promocion: the garbage collector removes the real pods")
-	l.Kubectl("delete", "promocion", Name)
+	l.Kubectl("delete", "promocion", framework.LessonName)
 	l.Eventually("no pod, and no container on node-real", func() error {
-		if pods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "name"); pods != "" {
+		if pods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "name"); pods != "" {
 			return fmt.Errorf("pods left: %s", pods)
 		}
-		if c := l.nodeContainers(Name); len(c) > 0 {
+		if c := l.nodeContainers(framework.LessonName); len(c) > 0 {
 			return fmt.Errorf("containers left on node-real: %v", c)
 		}
 		return nil
@@ -185,7 +186,7 @@ func TestLessonInCluster(t *testing.T) {
 }
 
 // applyYAML writes manifests to a file and applies it.
-func (l *Lesson) applyYAML(what, manifests string) {
+func (l *lesson) applyYAML(what, manifests string) {
 	l.T.Helper()
 	f := filepath.Join(l.Tmp, what+".yaml")
 	if err := os.WriteFile(f, []byte(manifests), 0o644); err != nil {
@@ -196,7 +197,7 @@ func (l *Lesson) applyYAML(what, manifests string) {
 
 // waitForOperatorPods waits until the operator's Deployment has n Pods, all
 // Running and Ready through their probes on node-real, and returns their names.
-func (l *Lesson) waitForOperatorPods(n int) []string {
+func (l *lesson) waitForOperatorPods(n int) []string {
 	l.T.Helper()
 	var names []string
 	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready on node-real", n), func() error {
@@ -221,16 +222,16 @@ func (l *Lesson) waitForOperatorPods(n int) []string {
 
 // waitForWebPods waits until rebajas-verano is Listo with n pods on node-real,
 // every one Ready and serving the page of banner.
-func (l *Lesson) waitForWebPods(n int, banner string) {
+func (l *lesson) waitForWebPods(n int, banner string) {
 	l.T.Helper()
 	page := "<h1>" + html.EscapeString(banner) + "</h1>"
 	l.Eventually(fmt.Sprintf("%d web pods Ready on node-real, the page showing %q, and Listo", n, banner), func() error {
-		if got := l.Kubectl("get", "configmap", Name+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
+		if got := l.Kubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
 			return fmt.Errorf("the page is %q", got)
 		}
-		out := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o",
+		out := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o",
 			`jsonpath={range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.metadata.annotations.tienda\.example\.com/pagina-sha256}{"\n"}{end}`)
-		want := l.Kubectl("get", "deployment", Name, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
+		want := l.Kubectl("get", "deployment", framework.LessonName, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
 		lines := strings.Split(out, "\n")
 		for _, line := range lines {
 			if f := strings.Fields(line); len(f) != 3 || f[0] != "node-real" || f[1] != "True" || f[2] != want {
@@ -240,7 +241,7 @@ func (l *Lesson) waitForWebPods(n int, banner string) {
 		if len(lines) != n {
 			return fmt.Errorf("%d pods", len(lines))
 		}
-		if f := l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
+		if f := l.Kubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); f != "Listo" {
 			return fmt.Errorf("fase %s", f)
 		}
 		return nil
@@ -250,16 +251,16 @@ func (l *Lesson) waitForWebPods(n int, banner string) {
 // checkPage fetches the page through the Service twice: from node-real, at the
 // Service's ClusterIP (kube-proxy's rules), and from here through `kubectl
 // port-forward svc/rebajas-verano`, as the README tells a reader to.
-func (l *Lesson) checkPage(banner string) {
+func (l *lesson) checkPage(banner string) {
 	l.T.Helper()
 	want := "<h1>" + html.EscapeString(banner) + "</h1>"
-	ip := l.Kubectl("get", "service", Name, "-o", "jsonpath={.spec.clusterIP}")
+	ip := l.Kubectl("get", "service", framework.LessonName, "-o", "jsonpath={.spec.clusterIP}")
 	// kube-proxy follows the Service's endpoints a moment after the pods
 	// change, so the ClusterIP may refuse, or reach a pod on its way out,
 	// until it has caught up.
 	l.Eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-real serves %s", ip, want), func() error {
 		for range 5 { // the Service picks a pod each time: every one must serve it
-			out, err := ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+			out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), want) {
 				return fmt.Errorf("%w: %s", err, out)
 			}
@@ -268,24 +269,24 @@ func (l *Lesson) checkPage(banner string) {
 	})
 	url, stop := l.portForward()
 	defer stop()
-	if page := HTTPGet(l.T, url); !strings.Contains(page, want) {
+	if page := framework.HTTPGet(l.T, url); !strings.Contains(page, want) {
 		l.T.Fatalf("GET %s through kubectl port-forward: %q", url, page)
 	}
-	l.Logf("GET %s through kubectl port-forward svc/%s: %s", url, Name, want)
+	l.Logf("GET %s through kubectl port-forward svc/%s: %s", url, framework.LessonName, want)
 }
 
 // portForward runs `kubectl port-forward svc/rebajas-verano :80` and returns
 // the page's URL on this machine, and a function that stops it.
-func (l *Lesson) portForward() (string, func()) {
+func (l *lesson) portForward() (string, func()) {
 	l.T.Helper()
-	addr, stop := l.portForwardTo("svc/"+Name, ":80")
+	addr, stop := l.portForwardTo("svc/"+framework.LessonName, ":80")
 	return "http://" + addr + "/", stop
 }
 
 // portForwardTo runs `kubectl port-forward TARGET :PORT` with the given
 // arguments and returns the local address (127.0.0.1:port), and a function
 // that stops it.
-func (l *Lesson) portForwardTo(args ...string) (string, func()) {
+func (l *lesson) portForwardTo(args ...string) (string, func()) {
 	l.T.Helper()
 	cmd := exec.Command(l.KubectlBin, append([]string{"--kubeconfig", l.Kubeconfig, "port-forward"}, args...)...)
 	out, err := cmd.StdoutPipe()
@@ -312,7 +313,7 @@ func (l *Lesson) portForwardTo(args ...string) (string, func()) {
 // banner may exist, and its script must not have run. The same check on the
 // banner pasted unescaped into a page must see the script run, or the check
 // proves nothing. A screenshot is kept in bin/e2e/.
-func (l *Lesson) checkInBrowser(banner string) {
+func (l *lesson) checkInBrowser(banner string) {
 	l.T.Helper()
 	url, stop := l.portForward()
 	defer stop()
@@ -349,7 +350,7 @@ func (l *Lesson) checkInBrowser(banner string) {
 // chromium runs headless Chromium, as root (so without its sandbox), with
 // nothing reaching for the network beyond the page, and its profile and crash
 // reports in a folder of the test's.
-func (l *Lesson) chromium(args ...string) string {
+func (l *lesson) chromium(args ...string) string {
 	l.T.Helper()
 	home := l.T.TempDir()
 	base := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -369,16 +370,16 @@ func (l *Lesson) chromium(args ...string) string {
 }
 
 // nodeContainers lists the containers on node-real of the pods of a Promocion.
-func (l *Lesson) nodeContainers(promocion string) []string {
+func (l *lesson) nodeContainers(promocion string) []string {
 	l.T.Helper()
-	out, err := ClusterSh("node", "ctr", "containers", "ls", "-q",
+	out, err := framework.ClusterSh("node", "ctr", "containers", "ls", "-q",
 		`labels."io.kubernetes.pod.namespace"==default`).Output()
 	if err != nil {
 		l.T.Fatal(errors.Join(err, errors.New(string(out))))
 	}
 	var mine []string
 	for _, id := range strings.Fields(string(out)) {
-		info, _ := ClusterSh("node", "ctr", "containers", "info", id).Output()
+		info, _ := framework.ClusterSh("node", "ctr", "containers", "info", id).Output()
 		if strings.Contains(string(info), `"io.kubernetes.pod.name": "`+promocion+`-`) {
 			mine = append(mine, id)
 		}

@@ -1,7 +1,8 @@
-package e2e
+package lesson
 
 import (
 	"fmt"
+	"operador-promociones/e2e/framework"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,15 +22,15 @@ const (
 // and the other takes over when it stops (SIGTERM: it releases the Lease at
 // once) or dies (SIGKILL: once the Lease expires).
 func TestLeaderElection(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.Namespace("lider")
 	const lease = 6 * time.Second
 	args := []string{"--leader-elect", "--leader-election-namespace=lider", "--namespace=lider",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 
-	a := l.Start(Launch{Who: "a", Args: args})
+	a := l.Start(framework.Launch{Who: "a", Args: args})
 	l.WaitForLog(a, "a leads", acquired)
-	b := l.Start(Launch{Who: "b", Args: args})
+	b := l.Start(framework.Launch{Who: "b", Args: args})
 	l.WaitForLog(b, "b waits for the Lease", attempted)
 
 	l.CreatePromociones("lider", 5, 1)
@@ -54,7 +55,7 @@ func TestLeaderElection(t *testing.T) {
 	l.Kubectl("delete", "service", "promo-0", "-n", "lider")
 	l.Eventually("b reconciles: the Service is back", func() error { _, err := l.TryKubectl("get", "service", "promo-0", "-n", "lider"); return err })
 
-	c := l.Start(Launch{Who: "c", Args: args})
+	c := l.Start(framework.Launch{Who: "c", Args: args})
 	l.WaitForLog(c, "c waits for the Lease", attempted)
 	sent = time.Now()
 	if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -73,9 +74,9 @@ func TestLeaderElection(t *testing.T) {
 // SIGTERM in the middle of a burst: reconciles in flight finish, nothing is
 // logged as an error, the process exits 0, and a new process converges the rest.
 func TestCleanShutdown(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.Namespace("apagado")
-	o := l.Start(Launch{Who: "first", Args: []string{"--namespace=apagado"}})
+	o := l.Start(framework.Launch{Who: "first", Args: []string{"--namespace=apagado"}})
 	l.WaitForLog(o, "the operator is ready", `Starting workers`)
 	l.CreatePromociones("apagado", 40, 1)
 	l.WaitForLog(o, "it is reconciling", `Changed children`)
@@ -86,7 +87,7 @@ func TestCleanShutdown(t *testing.T) {
 		}
 	}
 	l.Logf("SIGTERM mid-burst: exit 0, no error logged")
-	second := l.Start(Launch{Who: "second", Args: []string{"--namespace=apagado"}})
+	second := l.Start(framework.Launch{Who: "second", Args: []string{"--namespace=apagado"}})
 	l.WaitListo("apagado", 40)
 	second.Stop(t)
 }
@@ -94,7 +95,7 @@ func TestCleanShutdown(t *testing.T) {
 // The pods the operator makes, and the operator's own Deployment, are admitted
 // in a namespace that enforces Pod Security "restricted".
 func TestPodSecurityRestricted(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	const ns = "restringido"
 	l.Namespace(ns)
 	l.Kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
@@ -102,7 +103,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 	if out, err := l.TryKubectl("run", "sin-restricciones", "-n", ns, "--image=nginx"); err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
 		t.Fatalf("an unrestricted pod was not refused: %s %v", out, err)
 	}
-	o := l.Start(Launch{Who: "admin", Args: []string{"--namespace=" + ns}})
+	o := l.Start(framework.Launch{Who: "admin", Args: []string{"--namespace=" + ns}})
 	l.CreatePromociones(ns, 1, 3)
 	l.Eventually("3 web pods Running in the restricted namespace", func() error {
 		phases := l.Kubectl("get", "pods", "-n", ns, "-l", "tienda.example.com/promocion=promo-0", "-o", "jsonpath={.items[*].status.phase}")
@@ -126,7 +127,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := []string{"--kubeconfig", l.Kubeconfig, "apply", "-f", f}
-	out, err := RunCombined(l.KubectlBin, cmd...)
+	out, err := framework.RunCombined(l.KubectlBin, cmd...)
 	if err != nil || strings.Contains(out, "violate") {
 		t.Errorf("deploy.yaml in a restricted namespace: %v\n%s", err, out)
 	}

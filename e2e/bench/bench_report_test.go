@@ -1,8 +1,10 @@
-package e2e
+package bench
 
 import (
 	"encoding/json"
 	"fmt"
+	"operador-promociones/e2e/bench/results"
+	"operador-promociones/e2e/framework"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +20,7 @@ func benchReport(data, report string) error {
 	if err != nil {
 		return err
 	}
-	var res results
+	var res results.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("%s: %w", data, err)
 	}
@@ -26,12 +28,12 @@ func benchReport(data, report string) error {
 		fmt.Print(reportOf(&res))
 		return nil
 	}
-	return Splice(report, "bench", reportOf(&res))
+	return framework.Splice(report, "bench", reportOf(&res))
 }
 
 // reportOf writes a run's results as Markdown; `make bench-report` writes it
 // again from bench/bench-results.json, when only the wording changed.
-func reportOf(res *results) string {
+func reportOf(res *results.Results) string {
 	sc := smokeScale
 	if res.Scale == fullScale.name {
 		sc = fullScale
@@ -66,11 +68,11 @@ func reportOf(res *results) string {
 }
 
 // short is each candidate's name in the tables.
-var short = map[string]string{oursKey: "ours", leccionKey: "lesson", plainKey: "plain"}
+var short = map[string]string{results.Ours: "ours", results.Leccion: "lesson", results.Plain: "plain"}
 
 type reportWriter struct {
 	strings.Builder
-	res   *results
+	res   *results.Results
 	sc    scale
 	goal  []string
 	slope []string
@@ -88,8 +90,8 @@ func (r *reportWriter) note(key string) string {
 }
 
 // runs are the runs of a section, and of a candidate and variant if given.
-func (r *reportWriter) runs(section, cand, variant string) []run {
-	var out []run
+func (r *reportWriter) runs(section, cand, variant string) []results.Run {
+	var out []results.Run
 	for _, x := range r.res.Runs {
 		if x.Section == section && (cand == "" || x.Candidate == cand) && x.Variant == variant {
 			out = append(out, x)
@@ -98,7 +100,7 @@ func (r *reportWriter) runs(section, cand, variant string) []run {
 	return out
 }
 
-func pick(runs []run, f func(run) float64) []float64 {
+func pick(runs []results.Run, f func(results.Run) float64) []float64 {
 	out := make([]float64, len(runs))
 	for i, x := range runs {
 		out[i] = f(x)
@@ -184,7 +186,7 @@ func (r *reportWriter) recovery() {
 			when := map[bool]string{false: "idle", true: "under load"}[loaded]
 			per := map[string]map[string]fig{} // candidate → figure → over rounds
 			pooled := map[string][2]float64{}
-			for _, c := range []string{oursKey, leccionKey, plainKey} {
+			for _, c := range []string{results.Ours, results.Leccion, results.Plain} {
 				rounds := map[int][]float64{}
 				var all []float64
 				for _, s := range r.res.Recovery {
@@ -205,10 +207,10 @@ func (r *reportWriter) recovery() {
 				}
 			}
 			for i, p := range []string{"p50", "p95"} {
-				o, l, pl := per[oursKey][p], per[leccionKey][p], per[plainKey][p]
+				o, l, pl := per[results.Ours][p], per[results.Leccion][p], per[results.Plain][p]
 				r.f("| %s | %s | %s of rounds | %s | %s | %s | %s | %s |\n", kind, when, p, o, l, pl, ratio(o, l), ratio(o, pl))
 				r.f("| %s | %s | %s of all | %s | %s | %s | %.2f× | %.2f× |\n", kind, when, p,
-					num(pooled[oursKey][i]), num(pooled[leccionKey][i]), num(pooled[plainKey][i]), pooled[oursKey][i]/pooled[leccionKey][i], pooled[oursKey][i]/pooled[plainKey][i])
+					num(pooled[results.Ours][i]), num(pooled[results.Leccion][i]), num(pooled[results.Plain][i]), pooled[results.Ours][i]/pooled[results.Leccion][i], pooled[results.Ours][i]/pooled[results.Plain][i])
 				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the lesson's operator", p, kind, when), o.med <= l.med || o.overlaps(l),
 					fmt.Sprintf("%s against %s ms", o, l))
 			}
@@ -228,7 +230,7 @@ func (r *reportWriter) recovery() {
 	}
 	r.f("Inside the operators during each round's idle deletions (controller-runtime's own metrics, means per reconcile, every reconcile of the round counted: the recreations and the status updates that follow them):\n\n")
 	r.f("| candidate | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, c := range []string{oursKey, leccionKey} {
+	for _, c := range []string{results.Ours, results.Leccion} {
 		for _, in := range r.res.Inside {
 			if in.Candidate == c {
 				r.f("| %s | %d | %.0f | %s | %s | %s (%.0f Gets) |\n", short[c], in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets)
@@ -243,21 +245,21 @@ func (r *reportWriter) recovery() {
 func (r *reportWriter) table(section, variant string, cands []string) {
 	type row struct {
 		name string
-		f    func(run) float64
+		f    func(results.Run) float64
 	}
 	rows := []row{
-		{"Time to every Promocion Listo (s)", func(x run) float64 { return x.Listo }},
-		{"Time to children and status written (s)", func(x run) float64 { return x.Written }},
-		{"Writes per Promocion: children and status", func(x run) float64 { return float64(x.Children+x.Status) / float64(x.N) }},
-		{"… of which updates of children", func(x run) float64 { return float64(x.ChildUpdates) / float64(x.N) }},
-		{"… of which status", func(x run) float64 { return float64(x.Status) / float64(x.N) }},
-		{"Events per Promocion", func(x run) float64 { return float64(x.Events) / float64(x.N) }},
-		{"Lease writes", func(x run) float64 { return float64(x.Leases) }},
-		{"409 Conflicts", func(x run) float64 { return float64(x.Conflicts) }},
-		{"API server requests per Promocion (all clients)", func(x run) float64 { return x.APIRequests / float64(x.N) }},
-		{"Operator CPU (s)", func(x run) float64 { return x.CPUSeconds }},
-		{"Operator RSS peak (MiB)", func(x run) float64 { return x.PeakMiB }},
-		{"Operator RSS settled (MiB)", func(x run) float64 { return x.SettledMiB }},
+		{"Time to every Promocion Listo (s)", func(x results.Run) float64 { return x.Listo }},
+		{"Time to children and status written (s)", func(x results.Run) float64 { return x.Written }},
+		{"Writes per Promocion: children and status", func(x results.Run) float64 { return float64(x.Children+x.Status) / float64(x.N) }},
+		{"… of which updates of children", func(x results.Run) float64 { return float64(x.ChildUpdates) / float64(x.N) }},
+		{"… of which status", func(x results.Run) float64 { return float64(x.Status) / float64(x.N) }},
+		{"Events per Promocion", func(x results.Run) float64 { return float64(x.Events) / float64(x.N) }},
+		{"Lease writes", func(x results.Run) float64 { return float64(x.Leases) }},
+		{"409 Conflicts", func(x results.Run) float64 { return float64(x.Conflicts) }},
+		{"API server requests per Promocion (all clients)", func(x results.Run) float64 { return x.APIRequests / float64(x.N) }},
+		{"Operator CPU (s)", func(x results.Run) float64 { return x.CPUSeconds }},
+		{"Operator RSS peak (MiB)", func(x results.Run) float64 { return x.PeakMiB }},
+		{"Operator RSS settled (MiB)", func(x results.Run) float64 { return x.SettledMiB }},
 	}
 	var heads []string
 	for _, c := range cands {
@@ -270,16 +272,16 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 		for _, c := range cands {
 			figs[c] = figOf(pick(r.runs(section, c, variant), rw.f))
 			cells = append(cells, figs[c].String())
-			if c == plainKey && strings.HasPrefix(rw.name, "Operator") {
+			if c == results.Plain && strings.HasPrefix(rw.name, "Operator") {
 				cells[len(cells)-1] = "–"
 			}
 		}
 		lesson, plain := "–", "–"
-		if slices.Contains(cands, leccionKey) {
-			lesson = ratio(figs[oursKey], figs[leccionKey])
+		if slices.Contains(cands, results.Leccion) {
+			lesson = ratio(figs[results.Ours], figs[results.Leccion])
 		}
-		if slices.Contains(cands, plainKey) && !strings.HasPrefix(rw.name, "Operator") {
-			plain = ratio(figs[oursKey], figs[plainKey])
+		if slices.Contains(cands, results.Plain) && !strings.HasPrefix(rw.name, "Operator") {
+			plain = ratio(figs[results.Ours], figs[results.Plain])
 		}
 		r.f("| %s | %s | %s | %s |\n", rw.name, strings.Join(cells, " | "), lesson, plain)
 	}
@@ -287,16 +289,16 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 }
 
 func (r *reportWriter) headline() {
-	all := []string{oursKey, leccionKey, plainKey}
+	all := []string{results.Ours, results.Leccion, results.Plain}
 	r.f("### Convergence of %d Promociones of 1 replica, to Listo\n\n%d repeats per candidate, interleaved; each run in a fresh namespace, all %d created at once (32 at a time) by the user, the time running from the first create to the watch event that shows the last one Listo (Pods Ready on kwok's nodes), and beside it to the last one's first status (its children and status written). Writes are the candidate's own, from the API server's audit log.\n\n", r.sc.n, r.sc.repeats, r.sc.n)
 	r.table("headline", "", all)
-	med := func(c string, f func(run) float64) fig { return figOf(pick(r.runs("headline", c, ""), f)) }
-	listo := func(x run) float64 { return x.Listo }
-	writes := func(x run) float64 { return float64(x.Children+x.Status) / float64(x.N) }
-	o, l, p := med(oursKey, listo), med(leccionKey, listo), med(plainKey, listo)
+	med := func(c string, f func(results.Run) float64) fig { return figOf(pick(r.runs("headline", c, ""), f)) }
+	listo := func(x results.Run) float64 { return x.Listo }
+	writes := func(x results.Run) float64 { return float64(x.Children+x.Status) / float64(x.N) }
+	o, l, p := med(results.Ours, listo), med(results.Leccion, listo), med(results.Plain, listo)
 	r.addGoal(fmt.Sprintf("Convergence of %d to Listo no slower than the lesson's operator", r.sc.n), o.med <= l.med || o.overlaps(l), fmt.Sprintf("%s s against %s s", o, l))
 	r.addGoal(fmt.Sprintf("Convergence of %d to Listo within 1.2× of the plain client", r.sc.n), o.med <= 1.2*p.med, fmt.Sprintf("%.2f×", o.med/p.med))
-	ow, lw := med(oursKey, writes), med(leccionKey, writes)
+	ow, lw := med(results.Ours, writes), med(results.Leccion, writes)
 	r.addGoal("No more writes per Promocion than the lesson's operator (children and status; the Event apart)", ow.med <= lw.med, fmt.Sprintf("%s against %s", ow, lw))
 }
 
@@ -305,7 +307,7 @@ func (r *reportWriter) contention() {
 	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, a team's user (a ServiceAccount with `edit`) applies %d ConfigMaps with `kubectl apply`. The same flood and apply with no candidate running took the user **%s s**.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"))
 	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the user's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- |\n")
 	variants := append([]string{""}, r.sc.limits...)
-	for _, c := range []string{oursKey, leccionKey, plainKey} {
+	for _, c := range []string{results.Ours, results.Leccion, results.Plain} {
 		for _, v := range variants {
 			for _, x := range r.runs("contention", c, v) {
 				limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
@@ -319,12 +321,12 @@ func (r *reportWriter) contention() {
 func (r *reportWriter) scale() {
 	r.f("### Scale: %v Promociones, replicas 0\n\n", r.sc.scaleNs)
 	for c, ns := range r.sc.scaleOf {
-		r.f("Of the candidates, %s runs at N = %v only: the time of one `make bench`. ", candidateNames[c], ns)
+		r.f("Of the candidates, %s runs at N = %v only: the time of one `make bench`. ", results.CandidateNames[c], ns)
 	}
 	r.f("One run per operator and N, shuffled at each N. Replicas 0: kwok's two nodes take 4000 Pods, fewer than the largest N, so Listo here needs the Deployment controller but no Pod (the lesson's operator says Listo at replicas 0 as soon as it has created the Deployment, before the Deployment controller has seen it).\n\n")
 	r.f("| N | candidate | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, c := range []string{oursKey, leccionKey} {
-		var prev *run
+	for _, c := range []string{results.Ours, results.Leccion} {
+		var prev *results.Run
 		for _, x := range r.runs("scale", c, "") {
 			r.f("| %d | %s | %s | %s | %s | %s / %s | %s | %s | %.0f |\n", x.N, short[c], num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
 				num(x.PeakMiB), num(x.SettledMiB), num(x.CPUSeconds), num(1000*x.CPUSeconds/float64(x.N)), x.APIRequests)
@@ -346,16 +348,16 @@ func (r *reportWriter) scale() {
 func (r *reportWriter) cpuToListo() {
 	procs := append(slices.Clone(clusterComponents), "operator", "harness")
 	var rows []string
-	var ours []run
-	for _, c := range []string{oursKey, leccionKey} {
+	var ours []results.Run
+	for _, c := range []string{results.Ours, results.Leccion} {
 		for _, x := range r.runs("scale", c, "") {
 			if x.CPUToListo == nil {
 				continue
 			}
-			if c == oursKey {
+			if c == results.Ours {
 				ours = append(ours, x)
 			}
-			total, cells := x.cpuToListo(), make([]string, len(procs))
+			total, cells := x.TotalCPUToListo(), make([]string, len(procs))
 			for i, p := range procs {
 				cells[i] = num(x.CPUToListo[p])
 			}
@@ -374,9 +376,9 @@ func (r *reportWriter) cpuToListo() {
 	first, last := ours[0], ours[len(ours)-1]
 	var per []string
 	for _, p := range append(procs, "sum") {
-		ms := func(x run) float64 {
+		ms := func(x results.Run) float64 {
 			if p == "sum" {
-				return 1000 * x.cpuToListo() / float64(x.N)
+				return 1000 * x.TotalCPUToListo() / float64(x.N)
 			}
 			return 1000 * x.CPUToListo[p] / float64(x.N)
 		}
@@ -385,27 +387,17 @@ func (r *reportWriter) cpuToListo() {
 	r.f("CPU-ms per Promocion from N = %d to N = %d, with ours: %s.\n\n", first.N, last.N, strings.Join(per, "; "))
 }
 
-// cpuToListo is the CPU-seconds of every process measured, from the start to
-// the last Listo.
-func (x run) cpuToListo() float64 {
-	t := 0.0
-	for _, v := range x.CPUToListo {
-		t += v
-	}
-	return t
-}
-
 func (r *reportWriter) memory() {
 	r.f("### Memory beside unrelated objects\n\n")
 	r.f("Each operator started fresh with no Promocion, %d times each, shuffled; RSS read 5 s after its workers started: first on the bare cluster, then with %d unrelated 10 KB ConfigMaps in it. *ours, unscoped* is ours built with `-tags unscoped` (no cache scoping; not shipped).\n\n", r.sc.repeats, r.sc.unrelated)
 	r.f("| candidate | RSS settled, bare (MiB) | RSS settled, with the ConfigMaps (MiB) | peak with them (MiB) |\n| --- | --- | --- | --- |\n")
 	figs := map[string]fig{}
-	for _, c := range []struct{ key, variant, name string }{{oursKey, "", "ours"}, {oursKey, "unscoped", "ours, unscoped"}, {leccionKey, "", "lesson"}} {
-		settled := func(x run) float64 { return x.SettledMiB }
+	for _, c := range []struct{ key, variant, name string }{{results.Ours, "", "ours"}, {results.Ours, "unscoped", "ours, unscoped"}, {results.Leccion, "", "lesson"}} {
+		settled := func(x results.Run) float64 { return x.SettledMiB }
 		with := figOf(pick(r.runs("memory-unrelated", c.key, c.variant), settled))
 		figs[c.name] = with
 		r.f("| %s | %s | %s | %s |\n", c.name, figOf(pick(r.runs("memory-empty", c.key, c.variant), settled)), with,
-			figOf(pick(r.runs("memory-unrelated", c.key, c.variant), func(x run) float64 { return x.PeakMiB })))
+			figOf(pick(r.runs("memory-unrelated", c.key, c.variant), func(x results.Run) float64 { return x.PeakMiB })))
 	}
 	r.f("\n")
 	r.addGoal(fmt.Sprintf("Memory with %d unrelated objects far below (under half) the lesson's operator's", r.sc.unrelated), figs["ours"].hi < figs["lesson"].lo/2,
@@ -442,7 +434,7 @@ func (r *reportWriter) steadyAndFailover() {
 
 func (r *reportWriter) fsync() {
 	r.f("### The headline with etcd syncing to disk\n\nEverything above ran with etcd's `--unsafe-no-fsync`; this is the headline once per candidate with the cluster restored and etcd started without it (`%s`).\n\n", r.note("fsync-etcd"))
-	r.table("fsync", "", []string{oursKey, leccionKey, plainKey})
+	r.table("fsync", "", []string{results.Ours, results.Leccion, results.Plain})
 }
 
 func (r *reportWriter) addGoal(what string, met bool, figure string) {

@@ -1,4 +1,4 @@
-package e2e
+package lesson
 
 // What docs/security.md claims, on a real cluster: a Promocion cannot take over
 // what is not the operator's, an install can be confined to namespaces, and
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 
 // make runs a target of the Makefile on the tests' cluster, with their kubectl,
 // writing dist/install.yaml into the test's folder rather than the checkout.
-func (l *Lesson) make(args ...string) (string, error) {
+func (l *lesson) make(args ...string) (string, error) {
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "KUBECTL=" + l.KubectlBin,
 		"INSTALLER=" + filepath.Join(l.Tmp, "install.yaml")}, args...)...)
 	cmd.Dir = l.Root
@@ -32,7 +33,7 @@ func (l *Lesson) make(args ...string) (string, error) {
 	return string(out), err
 }
 
-func (l *Lesson) mustMake(args ...string) string {
+func (l *lesson) mustMake(args ...string) string {
 	l.T.Helper()
 	out, err := l.make(args...)
 	if err != nil {
@@ -50,11 +51,11 @@ func (l *Lesson) mustMake(args ...string) string {
 // new Promocion of the name takes back the orphans that the garbage collector
 // left, the same objects.
 func TestNoTakeover(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.Identity("no-adopta")
 	orphans := l.Namespace("huerfanos")
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", orphans, "--wait=false") })
-	o := l.Start(Launch{Who: "no-adopta", Kubeconfig: l.ServiceAccountKubeconfig("no-adopta"),
+	o := l.Start(framework.Launch{Who: "no-adopta", Kubeconfig: l.ServiceAccountKubeconfig("no-adopta"),
 		Args: []string{"--namespace=default", "--namespace=" + orphans}})
 
 	l.Step("1", "a Promocion named kubernetes, in default")
@@ -82,7 +83,13 @@ spec: {banner: "no es mío", replicas: 0}
 	if describe := l.Kubectl("describe", "promocion", "kubernetes", "-n", "default"); !regexp.MustCompile(`Warning\s+ChildExists`).MatchString(describe) {
 		t.Errorf("kubectl describe shows no Warning ChildExists:\n%s", describe)
 	}
-	for _, child := range []string{"deployment/kubernetes", "configmap/kubernetes-html"} {
+	var others []string // the children it makes: all but the Service
+	for _, child := range framework.Children() {
+		if child.Kind != "Service" {
+			others = append(others, child.Ref("kubernetes"))
+		}
+	}
+	for _, child := range others {
 		if ref := l.Kubectl("get", child, "-n", "default", "-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}"); ref != "Promocion/kubernetes" {
 			t.Errorf("%s: owner %q, want the Promocion: the other children are still made", child, ref)
 		}
@@ -94,7 +101,7 @@ spec: {banner: "no es mío", replicas: 0}
 
 	l.Kubectl("delete", "promocion", "kubernetes", "-n", "default")
 	l.Eventually("the garbage collector deletes what the operator made", func() error {
-		if out := l.Kubectl("get", "deployment/kubernetes", "configmap/kubernetes-html", "-n", "default", "--ignore-not-found", "-o", "name"); out != "" {
+		if out := l.Kubectl(append(append([]string{"get"}, others...), "-n", "default", "--ignore-not-found", "-o", "name")...); out != "" {
 			return fmt.Errorf("still there: %s", out)
 		}
 		return nil
@@ -108,7 +115,7 @@ spec: {banner: "no es mío", replicas: 0}
 	l.CreatePromociones(orphans, 1, 1)
 	l.WaitListo(orphans, 1)
 	children := func(jsonpath string) string {
-		return l.Kubectl("get", "configmap/promo-0-html", "deployment/promo-0", "service/promo-0", "-n", orphans, "-o", "jsonpath="+jsonpath)
+		return l.Kubectl(append(append([]string{"get"}, framework.ChildRefs("promo-0")...), "-n", orphans, "-o", "jsonpath="+jsonpath)...)
 	}
 	uids := func() string { return children("{.items[*].metadata.uid}") }
 	owners := func() string { return children("{range .items[*]}{.metadata.ownerReferences[0].uid} {end}") }
@@ -138,17 +145,17 @@ spec: {banner: "no es mío", replicas: 0}
 // make undeploy removes it, and the shops keep serving with no operator;
 // make deploy again takes them back with zero writes and no pod restarted.
 func TestConfinedDeployUndeployDeploy(t *testing.T) {
-	if !Env.RealNode {
+	if !framework.Env.RealNode {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.LoadOperatorImage(operatorImage)
 	// tienda-a's pods run on node-real, for real; tienda-b's and fuera's on kwok.
 	l.Kubectl("create", "namespace", "tienda-a")
 	l.Namespace("tienda-b")
 	l.Namespace("fuera")
 	watched := []string{"tienda-a", "tienda-b"}
-	deploy := []string{"IMG=" + operatorImage, "WEB_IMAGE=" + WebImage, "NAMESPACES=tienda-a,tienda-b"}
+	deploy := []string{"IMG=" + operatorImage, "WEB_IMAGE=" + framework.WebImage, "NAMESPACES=tienda-a,tienda-b"}
 	t.Cleanup(func() {
 		_, _ = l.make("undeploy")
 		_, _ = l.TryKubectl("delete", "namespace", "tienda-a", "tienda-b", "fuera", "--wait=false")
@@ -171,15 +178,15 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	l.CreatePromociones("fuera", 1, 1)
 	l.WaitListo("tienda-a", 1)
 	l.WaitListo("tienda-b", 3)
-	if out := l.Kubectl("get", "deployments,services,configmaps", "-n", "fuera", "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+	if out := l.Kubectl("get", framework.ChildResources(), "-n", "fuera", "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
 		t.Errorf("the operator made children in fuera, which it does not watch: %s", out)
 	}
 	if st := l.Kubectl("get", "promocion", "promo-0", "-n", "fuera", "-o", "jsonpath={.status}"); st != "" {
 		t.Errorf("the operator wrote the status of a Promocion in fuera: %s", st)
 	}
 	l.AuditFlushed()
-	inShops := func(r Request) bool {
-		return r.User == SA && (strings.Contains(r.URI, "/namespaces/tienda-a/") || strings.Contains(r.URI, "/namespaces/tienda-b/"))
+	inShops := func(r framework.Request) bool {
+		return r.User == framework.OperatorUser && (strings.Contains(r.URI, "/namespaces/tienda-a/") || strings.Contains(r.URI, "/namespaces/tienda-b/"))
 	}
 	if made := l.Audit(deployed, inShops); len(made) < 4*4 { // 3 children and a status each, at least
 		t.Fatalf("the audit log shows %d writes of the operator making 4 shops: it does not see them", len(made))
@@ -191,23 +198,24 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	for _, ns := range []string{"tienda-a", "tienda-b", "fuera", "kube-system", "default"} {
 		inside := slices.Contains(watched, ns)
 		for _, verb := range []string{"create", "update", "delete"} {
-			for _, child := range []string{"deployments.apps", "services", "configmaps"} {
-				l.ExpectCanI(SA, yes[inside], verb, child, "-n", ns)
+			for _, child := range framework.Children() {
+				l.ExpectCanI(framework.OperatorUser, yes[inside], verb, child.Resource, "-n", ns)
 			}
 		}
-		l.ExpectCanI(SA, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
-		l.ExpectCanI(SA, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
-		l.ExpectCanI(SA, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
+		l.ExpectCanI(framework.OperatorUser, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
+		l.ExpectCanI(framework.OperatorUser, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
+		l.ExpectCanI(framework.OperatorUser, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
 	}
 	for _, verb := range []string{"list", "create", "update", "delete"} {
-		l.ExpectCanI(SA, "no", verb, "deployments.apps", "-A")
-		l.ExpectCanI(SA, "no", verb, "configmaps", "-A")
+		for _, child := range framework.Children() {
+			l.ExpectCanI(framework.OperatorUser, "no", verb, child.Resource, "-A")
+		}
 	}
-	l.ExpectCanI(SA, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
-	l.ExpectCanI(SA, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
+	l.ExpectCanI(framework.OperatorUser, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
+	l.ExpectCanI(framework.OperatorUser, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
 	token := l.ServiceAccountKubeconfig("operador-promociones")
 	for _, ns := range []string{"fuera", "kube-system"} {
-		out, err := RunCombined(l.KubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
+		out, err := framework.RunCombined(l.KubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
 		if err == nil || !strings.Contains(out, "forbidden") {
 			t.Errorf("the operator's token created a ConfigMap in %s: %v %s", ns, err, out)
 		}
@@ -250,7 +258,7 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	l.waitReconciled(leader, 4)
 	l.AuditFlushed()
 	if writes := l.Audit(redeployed, inShops); len(writes) > 0 {
-		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), First(writes, 20))
+		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), framework.First(writes, 20))
 	}
 	if after := l.shops(watched); after != before {
 		t.Errorf("the shops changed:\nbefore\n%s\nafter\n%s", before, after)
@@ -261,14 +269,20 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 // shops is what a change to the shops of namespaces would show: each
 // Promocion's and child's resourceVersion (a Deployment's generation, since
 // its controller writes its status), and each pod's UID and restarts.
-func (l *Lesson) shops(namespaces []string) string {
+func (l *lesson) shops(namespaces []string) string {
 	l.T.Helper()
 	var b strings.Builder
 	for _, ns := range namespaces {
-		b.WriteString(l.Kubectl("get", "promociones,configmaps,services", "-n", ns, "-o",
+		b.WriteString(l.Kubectl("get", "promociones", "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.resourceVersion}{"\n"}{end}`))
-		b.WriteString(l.Kubectl("get", "deployments", "-n", ns, "-o",
-			`jsonpath={range .items[*]}{.kind}/{.metadata.name} generation {.metadata.generation}{"\n"}{end}`))
+		for _, child := range framework.Children() {
+			version := "{.metadata.resourceVersion}"
+			if child.Kind == "Deployment" {
+				version = "generation {.metadata.generation}" // its controller writes its status
+			}
+			b.WriteString(l.Kubectl("get", child.Resource, "-n", ns, "-o",
+				`jsonpath={range .items[*]}{.kind}/{.metadata.name} `+version+`{"\n"}{end}`))
+		}
 		b.WriteString(l.Kubectl("get", "pods", "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid} restarts {.status.containerStatuses[*].restartCount}{"\n"}{end}`))
 	}
@@ -277,11 +291,11 @@ func (l *Lesson) shops(namespaces []string) string {
 
 // serves checks, from node-real, that the Service of promocion in ns serves
 // its page with banner, through its ClusterIP.
-func (l *Lesson) serves(ns, promocion, banner string) {
+func (l *lesson) serves(ns, promocion, banner string) {
 	l.T.Helper()
 	ip := l.Kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
 	l.Eventually(fmt.Sprintf("curl http://%s/ on node-real serves %q", ip, banner), func() error {
-		out, err := ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+		out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "<h1>"+banner+"</h1>") {
 			return fmt.Errorf("%w: %s", err, out)
 		}
@@ -290,7 +304,7 @@ func (l *Lesson) serves(ns, promocion, banner string) {
 }
 
 // waitForLeader waits until one of pods holds the operator's Lease, and returns it.
-func (l *Lesson) waitForLeader(pods []string) string {
+func (l *lesson) waitForLeader(pods []string) string {
 	l.T.Helper()
 	var leader string
 	l.Eventually("one of the operator's Pods leads", func() error {
@@ -307,7 +321,7 @@ func (l *Lesson) waitForLeader(pods []string) string {
 // Promociones since it started, and has nothing queued or in progress: it
 // reads the Pod's /metrics through kubectl port-forward, with the token of a
 // ServiceAccount bound to the metrics reader's role, as a scraper would.
-func (l *Lesson) waitReconciled(pod string, n int) {
+func (l *lesson) waitReconciled(pod string, n int) {
 	l.T.Helper()
 	l.Kubectl("create", "serviceaccount", "lector-metricas", "-n", "default")
 	l.Kubectl("create", "clusterrolebinding", "lector-metricas", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount=default:lector-metricas")
@@ -358,7 +372,7 @@ func (l *Lesson) waitReconciled(pod string, n int) {
 // every shop, the guard and the users' roles. The test puts the API back for
 // the tests after it.
 func TestUninstall(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	ns := l.Namespace("desinstalar")
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
 	l.mustMake("install")
@@ -382,7 +396,7 @@ func TestUninstall(t *testing.T) {
 			return err
 		})
 	})
-	o := l.Start(Launch{Who: "desinstalar", Args: []string{"--namespace=" + ns}})
+	o := l.Start(framework.Launch{Who: "desinstalar", Args: []string{"--namespace=" + ns}})
 	l.CreatePromociones(ns, 2, 1)
 	l.WaitListo(ns, 2)
 	o.Stop(t)
@@ -395,7 +409,7 @@ func TestUninstall(t *testing.T) {
 		if n := l.Listo(ns); n != 2 {
 			t.Fatalf("after %s, %d Promociones Listo, want 2", after, n)
 		}
-		if out := l.Kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); strings.Count(out, "\n")+1 != 6 {
+		if out := l.Kubectl("get", framework.ChildResources(), "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); strings.Count(out, "\n")+1 != 2*len(framework.Children()) {
 			t.Fatalf("after %s, the children are not all there:\n%s", after, out)
 		}
 	}
@@ -434,7 +448,7 @@ func TestUninstall(t *testing.T) {
 		}
 	}
 	l.Eventually("the garbage collector deletes the shops", func() error {
-		if out := l.Kubectl("get", "deployments,services,configmaps", "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
+		if out := l.Kubectl("get", framework.ChildResources(), "-n", ns, "-l", "app.kubernetes.io/managed-by=operador-promociones", "-o", "name"); out != "" {
 			return errors.New(out)
 		}
 		return nil
@@ -444,7 +458,7 @@ func TestUninstall(t *testing.T) {
 
 // uninstallAtATerminal runs make uninstall under a pseudo-terminal (script(1)),
 // answering its question.
-func (l *Lesson) uninstallAtATerminal(answer string) (string, error) {
+func (l *lesson) uninstallAtATerminal(answer string) (string, error) {
 	cmd := exec.Command("script", "-qec", fmt.Sprintf("make --no-print-directory uninstall KUBECTL=%s", l.KubectlBin), "/dev/null")
 	cmd.Dir = l.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig)

@@ -1,4 +1,4 @@
-package e2e
+package chaos
 
 // The chaos suite: faults injected on purpose into the operator and the
 // cluster under it, and after each, a check that the world is exactly what the
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html"
 	"math/rand/v2"
+	"operador-promociones/e2e/framework"
 	"os"
 	"slices"
 	"strconv"
@@ -100,50 +101,50 @@ func TestChaos(t *testing.T) {
 	started := time.Now()
 	var results []result
 	var details []string
-	scenario := func(name string, run func(l *Lesson) result) {
+	scenario := func(name string, run func(l *lesson) result) {
 		t.Run(name, func(t *testing.T) {
-			r := run(NewLesson(t))
+			r := run(newLesson(t))
 			if t.Failed() && r.wrong == 0 {
 				r.notes += " (the scenario failed: see the test log)"
 			}
 			results = append(results, r)
-			t.Logf("%s: checked %d, lost or wrong %d, converged %s after the last fault; %s", r.scenario, r.checked, r.wrong, Ms(r.converged), r.notes)
+			t.Logf("%s: checked %d, lost or wrong %d, converged %s after the last fault; %s", r.scenario, r.checked, r.wrong, framework.Ms(r.converged), r.notes)
 		})
 	}
 
-	scenario("crash", func(l *Lesson) result { return crashMidFlight(l, rng, sc.crashN, sc.crashKills) })
+	scenario("crash", func(l *lesson) result { return crashMidFlight(l, rng, sc.crashN, sc.crashKills) })
 	for _, d := range sc.apiOutages {
-		scenario(fmt.Sprintf("apiserver-%s", d), func(l *Lesson) result { return outage(l, "kube-apiserver", d, sc.outageN) })
+		scenario(fmt.Sprintf("apiserver-%s", d), func(l *lesson) result { return outage(l, "kube-apiserver", d, sc.outageN) })
 	}
 	if sc.etcdOutage > 0 {
-		scenario("etcd", func(l *Lesson) result { return outage(l, "etcd", sc.etcdOutage, sc.outageN) })
+		scenario("etcd", func(l *lesson) result { return outage(l, "etcd", sc.etcdOutage, sc.outageN) })
 	}
-	scenario("frozen-leader", func(l *Lesson) result { return frozenLeader(l, sc.leaderN, Env.Operator, true) })
-	scenario("frozen-leader-unfenced", func(l *Lesson) result { return frozenLeader(l, sc.leaderN, Env.Unfenced, false) })
+	scenario("frozen-leader", func(l *lesson) result { return frozenLeader(l, sc.leaderN, framework.Env.Operator, true) })
+	scenario("frozen-leader-unfenced", func(l *lesson) result { return frozenLeader(l, sc.leaderN, framework.Env.Unfenced, false) })
 	if sc.fight > 0 {
-		scenario("fights", func(l *Lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
+		scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
 	}
 	if sc.recreations > 0 {
-		scenario("same-name", func(l *Lesson) result { return sameName(l, rng, sc.recreations) })
+		scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
 	}
 	if sc.namespaceN > 0 {
-		scenario("namespace-deletion", func(l *Lesson) result { return namespaceDeletion(l, sc.namespaceN) })
+		scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
 	}
-	scenario("crash-points", func(l *Lesson) result { return crashPoints(l, sc.crashScenarios, sc.everyCrashPoint) })
+	scenario("crash-points", func(l *lesson) result { return crashPoints(l, sc.crashScenarios, sc.everyCrashPoint) })
 	scenario("stale-restart", staleRestart)
 	if sc.watchDelay > 0 {
-		scenario("lagging-watches", func(l *Lesson) result { return laggingWatches(l, sc.watchDelay) })
+		scenario("lagging-watches", func(l *lesson) result { return laggingWatches(l, sc.watchDelay) })
 	}
 	if sc.heldChanges > 0 {
-		scenario("unobserved", func(l *Lesson) result { return heldWatches(l, sc.heldChanges) })
+		scenario("unobserved", func(l *lesson) result { return heldWatches(l, sc.heldChanges) })
 	}
 	for _, nf := range sc.network {
-		scenario("network-"+nf.name, func(l *Lesson) result { return network(l, nf.name, nf.f, 10*time.Second) })
+		scenario("network-"+nf.name, func(l *lesson) result { return network(l, nf.name, nf.f, 10*time.Second) })
 	}
 	if sc.blackhole > 0 {
-		scenario("blackhole", func(l *Lesson) result { return blackhole(l, sc.blackhole, 50) })
+		scenario("blackhole", func(l *lesson) result { return blackhole(l, sc.blackhole, 50) })
 	}
-	scenario("fuzzing", func(l *Lesson) result {
+	scenario("fuzzing", func(l *lesson) result {
 		seeds, steps := []uint64{rng.Uint64()}, sc.walkSteps
 		for range sc.walkSeeds - 1 {
 			seeds = append(seeds, rng.Uint64())
@@ -155,7 +156,7 @@ func TestChaos(t *testing.T) {
 		}
 		return fuzz(l, seeds, steps)
 	})
-	scenario("hostile-input", func(l *Lesson) result {
+	scenario("hostile-input", func(l *lesson) result {
 		r, d := hostileInput(l)
 		details = d
 		return r
@@ -170,7 +171,7 @@ func TestChaos(t *testing.T) {
 			x.notes += fmt.Sprintf(" (kube-controller-manager's garbage collector left %d ReplicaSet(s) of a deleted Deployment: see below)", x.leftovers)
 		}
 		cases, wrong = cases+max(x.cases, 1), wrong+x.wrong
-		fmt.Fprintf(&r, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.scenario, x.faults, max(x.cases, 1), x.checked, x.wrong, Ms(x.converged), cmp.Or(bugsFound[x.scenario], "none"), x.notes)
+		fmt.Fprintf(&r, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.scenario, x.faults, max(x.cases, 1), x.checked, x.wrong, framework.Ms(x.converged), cmp.Or(bugsFound[x.scenario], "none"), x.notes)
 	}
 	fmt.Fprintf(&r, "\nIn all: %d scenarios, %d cases tried, %d objects lost or wrong.\n", len(results), cases, wrong)
 	r.WriteString("\nHostile input, each through the API server, the operator and the page:\n\n| input | outcome |\n| --- | --- |\n")
@@ -179,7 +180,7 @@ func TestChaos(t *testing.T) {
 	}
 	fmt.Println(r.String())
 	if out := os.Getenv("CHAOS_OUT"); out != "" && os.Getenv("CHAOS_SEED") == "" { // a replay is not a run to report
-		if err := Splice(out, "chaos", r.String()); err != nil {
+		if err := framework.Splice(out, "chaos", r.String()); err != nil {
 			t.Error(err)
 		}
 	}
@@ -189,7 +190,7 @@ func TestChaos(t *testing.T) {
 
 // scenarioNamespace makes a namespace holding, beside what the scenario adds,
 // two objects of the user's that the operator must never touch.
-func (l *Lesson) scenarioNamespace(name string) (string, func() []string) {
+func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 	l.T.Helper()
 	ns := l.Namespace(name)
 	l.T.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
@@ -221,7 +222,7 @@ func (l *Lesson) scenarioNamespace(name string) (string, func() []string) {
 // how the user's objects were touched. It returns how many Promociones it
 // checked, and, apart, the ReplicaSets whose Deployment is gone:
 // kube-controller-manager's garbage collector, not the operator, removes those.
-func (l *Lesson) problems(ns string, untouched func() []string) (promociones int, problems, leftovers []string) {
+func (l *lesson) problems(ns string, untouched func() []string) (promociones int, problems, leftovers []string) {
 	promociones = strings.Count(l.Kubectl("get", "promociones", "-n", ns, "-o", "name"), "promocion")
 	for _, p := range l.Oracle(ns, "") {
 		if strings.HasSuffix(p, "outlives its Deployment") {
@@ -235,12 +236,12 @@ func (l *Lesson) problems(ns string, untouched func() []string) (promociones int
 
 // converge waits until ns is right, and returns how long that took from since.
 // If it never is, the test fails and the result names what stayed wrong.
-func (l *Lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
+func (l *lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
 	l.T.Helper()
 	start := time.Now()
 	operatorsDone := time.Duration(-1) // since when the operator's part has been right
 	var problems, leftovers []string
-	err := Poll(5*time.Minute, 200*time.Millisecond, func() error {
+	err := framework.Poll(5*time.Minute, 200*time.Millisecond, func() error {
 		var promociones int
 		promociones, problems, leftovers = l.problems(ns, untouched)
 		r.checked, r.wrong, r.converged = 4*promociones, min(len(problems), promociones), time.Since(since)
@@ -252,7 +253,7 @@ func (l *Lesson) converge(ns string, untouched func() []string, since time.Time,
 			operatorsDone = r.converged
 		}
 		if len(leftovers) == 0 {
-			l.Logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, promociones, Ms(r.converged))
+			l.Logf("ok: %s is what its %d Promociones ask for, %s after the last fault", ns, promociones, framework.Ms(r.converged))
 			return nil
 		}
 		if time.Since(start) > time.Minute {
@@ -270,7 +271,7 @@ func (l *Lesson) converge(ns string, untouched func() []string, since time.Time,
 		if r.wrong == 0 {
 			r.wrong = len(problems)
 		}
-		l.T.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(First(append(problems, leftovers...), 20), "\n"))
+		l.T.Errorf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(framework.First(append(problems, leftovers...), 20), "\n"))
 		return
 	}
 	l.quiet(ns, r)
@@ -281,16 +282,16 @@ var quietFor = 3 * time.Second
 
 // quiet checks, from the audit log, that the operator writes nothing in ns
 // for quietFor once ns is right: a write there would be a fight, or churn.
-func (l *Lesson) quiet(ns string, r *result) {
+func (l *lesson) quiet(ns string, r *result) {
 	l.T.Helper()
 	from := time.Now()
 	time.Sleep(quietFor) // the measurement itself: a quiet period
 	l.AuditFlushed()
-	if ws := l.Audit(from, func(w Request) bool {
+	if ws := l.Audit(from, func(w framework.Request) bool {
 		return w.UserAgent == "operador-promociones" && strings.Contains(w.URI, "/namespaces/"+ns+"/")
 	}); len(ws) > 0 {
 		r.wrong++
-		l.T.Errorf("the operator wrote in %s after it was right, in the quiet period:\n%s", ns, First(ws, 10))
+		l.T.Errorf("the operator wrote in %s after it was right, in the quiet period:\n%s", ns, framework.First(ws, 10))
 	}
 }
 
@@ -299,19 +300,19 @@ func (l *Lesson) quiet(ns string, r *result) {
 // kubelet keeps an operator process running, starting it again when it exits,
 // as the kubelet restarts a container (here after 1 s rather than with backoff).
 type kubelet struct {
-	l               *Lesson
+	l               *lesson
 	who, kubeconfig string
 	args            []string
 	mu              sync.Mutex
-	cur             *Operator
-	all             []*Operator
+	cur             *framework.Operator
+	all             []*framework.Operator
 	restarts        int
 	stopping        chan struct{}
 	stopped         chan struct{}
 	exitReasons     []string
 }
 
-func (l *Lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
+func (l *lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 	k := &kubelet{l: l, who: who, kubeconfig: kubeconfig, args: args, stopping: make(chan struct{}), stopped: make(chan struct{})}
 	k.start()
 	go func() {
@@ -340,13 +341,13 @@ func (l *Lesson) kubelet(who, kubeconfig string, args ...string) *kubelet {
 }
 
 func (k *kubelet) start() {
-	o := k.l.Start(Launch{Who: fmt.Sprintf("%s-%d", k.who, len(k.all)+1), Kubeconfig: k.kubeconfig, Args: k.args})
+	o := k.l.Start(framework.Launch{Who: fmt.Sprintf("%s-%d", k.who, len(k.all)+1), Kubeconfig: k.kubeconfig, Args: k.args})
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.cur, k.all = o, append(k.all, o)
 }
 
-func (k *kubelet) current() *Operator {
+func (k *kubelet) current() *framework.Operator {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.cur
@@ -415,7 +416,7 @@ func (k *kubelet) summary() string {
 }
 
 // exitReason says in a few words why an operator process exited.
-func exitReason(o *Operator) string {
+func exitReason(o *framework.Operator) string {
 	line := o.FirstLine(`leader election lost|Operator stopped`)
 	switch {
 	case strings.Contains(line, "leader election lost"):
@@ -429,7 +430,7 @@ func exitReason(o *Operator) string {
 	return fmt.Sprint(o.Err)
 }
 
-func crashMidFlight(l *Lesson, rng *rand.Rand, n, kills int) result {
+func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 	r := result{scenario: "Crash mid-flight", faults: fmt.Sprintf("%d SIGKILLs while %d Promociones converge", kills, n)}
 	ns, untouched := l.scenarioNamespace("caos-crash")
 	k := l.kubelet("crash", l.Kubeconfig, "--namespace="+ns)
@@ -457,7 +458,7 @@ func crashMidFlight(l *Lesson, rng *rand.Rand, n, kills int) result {
 
 // outage stops component (kube-apiserver or etcd) for d while an operator
 // with leader election runs, then changes things right after it is back.
-func outage(l *Lesson, component string, d time.Duration, n int) result {
+func outage(l *lesson, component string, d time.Duration, n int) result {
 	r := result{scenario: fmt.Sprintf("%s outage", component), faults: fmt.Sprintf("%s stopped (SIGKILL) for %s, then started again", component, d)}
 	ns, untouched := l.scenarioNamespace("caos-" + strings.ToLower(strings.ReplaceAll(component+"-"+d.String(), "kube-", "")))
 	// deploy.yaml's leader election timings: a Lease of 30 s, renewed within 20 s.
@@ -467,11 +468,11 @@ func outage(l *Lesson, component string, d time.Duration, n int) result {
 	l.converge(ns, untouched, time.Now(), &result{})
 
 	stopAt := time.Now()
-	if out, err := ClusterSh("stop", component).CombinedOutput(); err != nil {
+	if out, err := framework.ClusterSh("stop", component).CombinedOutput(); err != nil {
 		l.T.Fatalf("stopping %s: %v\n%s", component, err, out)
 	}
 	time.Sleep(d - time.Since(stopAt)) // the outage's length is the fault itself
-	if out, err := ClusterSh("start", component).CombinedOutput(); err != nil {
+	if out, err := framework.ClusterSh("start", component).CombinedOutput(); err != nil {
 		l.T.Fatalf("starting %s: %v\n%s", component, err, out)
 	}
 	l.Eventually("the API server answers again", func() error {
@@ -488,7 +489,7 @@ func outage(l *Lesson, component string, d time.Duration, n int) result {
 		l.T.Fatal(err)
 	}
 	l.setBanner(ns, "promo-1", "cambiada tras el corte")
-	if err := l.C.Create(ctx, Promocion(ns, n, 1)); err != nil {
+	if err := l.C.Create(ctx, framework.Promocion(ns, n, 1)); err != nil {
 		l.T.Fatal(err)
 	}
 	l.converge(ns, untouched, back, &r)
@@ -504,7 +505,7 @@ func outage(l *Lesson, component string, d time.Duration, n int) result {
 	return r
 }
 
-func (l *Lesson) setBanner(ns, name, banner string) {
+func (l *lesson) setBanner(ns, name, banner string) {
 	l.T.Helper()
 	p := &unstructured.Unstructured{}
 	p.SetAPIVersion("tienda.example.com/v1")
@@ -526,7 +527,7 @@ func (l *Lesson) setBanner(ns, name, banner string) {
 // it runs binary with the fence; some, when it runs the test-only build
 // without it (fenced false), which proves the fence necessary and effective.
 // Both replicas run as ServiceAccounts, so API Priority and Fairness applies.
-func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
+func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	const lease = 6 * time.Second
 	r := result{scenario: "Frozen leader", faults: fmt.Sprintf("SIGSTOP of the leader mid-burst of %d Promociones, past its Lease (%s); every banner changed meanwhile; SIGCONT", n, lease)}
 	name := "caos-lider"
@@ -540,13 +541,13 @@ func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
 	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	acquired := `(?i)successfully acquired lease.*default/operador-promociones`
-	a := l.Start(Launch{Who: "replica-a", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-a"), Args: args})
+	a := l.Start(framework.Launch{Who: "replica-a", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-a"), Args: args})
 	l.WaitForLog(a, "replica a leads", acquired)
-	b := l.Start(Launch{Who: "replica-b", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-b"), Args: args})
+	b := l.Start(framework.Launch{Who: "replica-b", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-b"), Args: args})
 	l.WaitForLog(b, "replica b waits", `(?i)attempting to acquire leader lease.*default/operador-promociones`)
 
 	l.CreatePromociones(ns, n, 1)
-	l.WaitFor("a third of the burst Listo", Timeout, 10*time.Millisecond, func() error {
+	l.WaitFor("a third of the burst Listo", framework.WaitTimeout, 10*time.Millisecond, func() error {
 		if got := l.Listo(ns); got < n/3 {
 			return fmt.Errorf("%d Listo", got)
 		}
@@ -577,8 +578,8 @@ func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
 	}
 	exited := time.Since(resumedAt)
 	l.converge(ns, untouched, resumedAt, &r)
-	by := func(replica string, after bool) []Request {
-		return l.Audit(time.Time{}, func(w Request) bool {
+	by := func(replica string, after bool) []framework.Request {
+		return l.Audit(time.Time{}, func(w framework.Request) bool {
 			return w.User == "system:serviceaccount:default:replica-"+replica && w.At.After(handover) == after && !strings.Contains(w.URI, "/leases/")
 		})
 	}
@@ -587,7 +588,7 @@ func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
 	case len(before) == 0 || len(bAfter) == 0:
 		l.T.Errorf("the audit log shows %d writes by a before the handover and %d by b after: it does not see the replicas", len(before), len(bAfter))
 	case fenced && len(after) > 0:
-		l.T.Errorf("the old leader wrote after the handover:\n%s", First(after, 20))
+		l.T.Errorf("the old leader wrote after the handover:\n%s", framework.First(after, 20))
 		r.wrong += len(after)
 	case !fenced && len(after) == 0:
 		l.T.Errorf("without the fence, the old leader wrote nothing after the handover: this scenario does not show what the fence prevents")
@@ -599,7 +600,7 @@ func frozenLeader(l *Lesson, n int, binary string, fenced bool) result {
 	return r
 }
 
-func fights(l *Lesson, rng *rand.Rand, d time.Duration, n int) result {
+func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 	r := result{scenario: "Fights", faults: fmt.Sprintf("for %s: Deployments scaled, pages edited, ownerReferences removed", d)}
 	ns, untouched := l.scenarioNamespace("caos-peleas")
 	k := l.kubelet("fights", l.Kubeconfig, "--namespace="+ns)
@@ -622,11 +623,10 @@ func fights(l *Lesson, rng *rand.Rand, d time.Duration, n int) result {
 			obj, patch = &corev1.ConfigMap{}, `{"data":{"index.html":"<h1>pirata</h1>"}}`
 			obj.SetName(name + "-html")
 		default:
-			children := []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-html"}},
-				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-			// The controller only: with the labels gone too, the child would no
-			// longer be the operator's, and left alone (TestLeavesOthersObjectsAlone).
-			obj, patch = children[rng.IntN(3)], `{"metadata":{"ownerReferences":null}}`
+			// Any child's controller only: with the labels gone too, the child would
+			// no longer be the operator's, and left alone (TestLeavesOthersObjectsAlone).
+			children := framework.Children()
+			obj, patch = children[rng.IntN(len(children))].Object(ns, name), `{"metadata":{"ownerReferences":null}}`
 		}
 		obj.SetNamespace(ns)
 		if err := l.C.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
@@ -648,7 +648,7 @@ func fights(l *Lesson, rng *rand.Rand, d time.Duration, n int) result {
 
 // ----- 6. same name, new object -----
 
-func sameName(l *Lesson, rng *rand.Rand, times int) result {
+func sameName(l *lesson, rng *rand.Rand, times int) result {
 	r := result{scenario: "Same name, new object", faults: fmt.Sprintf("the same Promocion deleted and created again %d times in quick succession", times)}
 	ns, untouched := l.scenarioNamespace("caos-mismo-nombre")
 	k := l.kubelet("same-name", l.Kubeconfig, "--namespace="+ns)
@@ -657,7 +657,7 @@ func sameName(l *Lesson, rng *rand.Rand, times int) result {
 	var last time.Time
 	var uids []types.UID
 	for i := range times {
-		p := Promocion(ns, 0, 1)
+		p := framework.Promocion(ns, 0, 1)
 		if err := unstructured.SetNestedField(p.Object, fmt.Sprintf("versión %d", i), "spec", "banner"); err != nil {
 			l.T.Fatal(err)
 		}
@@ -682,7 +682,7 @@ func sameName(l *Lesson, rng *rand.Rand, times int) result {
 
 // ----- 7. namespace deletion -----
 
-func namespaceDeletion(l *Lesson, n int) result {
+func namespaceDeletion(l *lesson, n int) result {
 	r := result{scenario: "Namespace deletion", faults: fmt.Sprintf("a namespace holding %d Promociones deleted", n)}
 	ns, untouched := l.scenarioNamespace("caos-borrado")
 	k := l.kubelet("namespace", l.Kubeconfig) // every namespace, as deploy.yaml runs it
@@ -715,12 +715,12 @@ func namespaceDeletion(l *Lesson, n int) result {
 		l.T.Errorf("the operator logged %d error lines while the namespace was deleted", errs)
 	}
 	r.notes = fmt.Sprintf("the namespace was gone %s after the delete; objects the operator created there meanwhile: %d (creates refused: %d); error lines: %d",
-		Ms(r.converged), creates, refused, errs)
+		framework.Ms(r.converged), creates, refused, errs)
 	k.stop()
 	return r
 }
 
-func hostileInput(l *Lesson) (result, []string) {
+func hostileInput(l *lesson) (result, []string) {
 	r := result{scenario: "Hostile input", faults: "banners with HTML, JavaScript, quotes, control characters, right-to-left text and emoji; the longest banner; the most replicas"}
 	ns, untouched := l.scenarioNamespace("caos-hostil")
 	k := l.kubelet("hostile", l.Kubeconfig, "--namespace="+ns)
@@ -752,7 +752,7 @@ func hostileInput(l *Lesson) (result, []string) {
 	var details []string
 	accepted := 0
 	for i, c := range cases {
-		p := Promocion(ns, i, c.replicas)
+		p := framework.Promocion(ns, i, c.replicas)
 		if err := unstructured.SetNestedField(p.Object, c.banner, "spec", "banner"); err != nil {
 			l.T.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-package e2e
+package lesson
 
 import (
 	"bufio"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +14,10 @@ import (
 // (its own folder and port, beside the tests' cluster): make dev, then what
 // the README tells a reader to run, then make cluster-down.
 func TestQuickStart(t *testing.T) {
-	if !Env.RealNode {
+	if !framework.Env.RealNode {
 		t.Fatal("the quick start needs node-real: it runs unless CLUSTER_NODE=none")
 	}
-	l := NewLesson(t)
+	l := newLesson(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	runMake := func(target string) {
 		t.Helper()
@@ -63,7 +64,7 @@ func TestQuickStart(t *testing.T) {
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, "8080") {
 		t.Fatalf("bin/kubectl port-forward svc/rebajas-verano 8080:80: %q %v", line, err)
 	}
-	page := HTTPGet(t, "http://localhost:8080")
+	page := framework.HTTPGet(t, "http://localhost:8080")
 	if !strings.Contains(page, "<h1>https://tienda.example.com</h1>") {
 		t.Errorf("http://localhost:8080 serves:\n%s", page)
 	}

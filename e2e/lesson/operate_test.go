@@ -1,4 +1,4 @@
-package e2e
+package lesson
 
 // What a team needs to operate the operator: metrics that only an authorized
 // scraper reads, roles for a namespace's users, and a one-file install.
@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ import (
 // metrics for a made-up one, 403 for a ServiceAccount not bound to the metrics-reader ClusterRole, 200 for one
 // that is; HTTP/1.1 only; and a certificate given by --metrics-cert-dir.
 func TestSecureMetrics(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	ns := l.Namespace("metricas")
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "metrics.yaml"))
 	for _, sa := range []string{"lector", "curioso"} {
@@ -46,7 +47,7 @@ func TestSecureMetrics(t *testing.T) {
 
 	// The default: a self-signed certificate, which a scraper in the cluster is
 	// told to trust (insecureSkipVerify in the ServiceMonitor) or replaces.
-	o := l.Start(Launch{Who: "metricas", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=" + ns}})
+	o := l.Start(framework.Launch{Who: "metricas", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=" + ns}})
 	insecure := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}} //nolint:gosec // the certificate is self-signed
 	scrape := func(tlsConfig *tls.Config, token string) (int, string, string) {
 		t.Helper()
@@ -109,7 +110,7 @@ func TestSecureMetrics(t *testing.T) {
 	// A certificate of one's own (cert-manager's Secret, mounted): the
 	// endpoint serves it, and a client that trusts only its CA gets in.
 	dir, ca := l.certificate("127.0.0.1")
-	o = l.Start(Launch{Who: "metricas-cert", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--metrics-cert-dir=" + dir}})
+	o = l.Start(framework.Launch{Who: "metricas-cert", SecureMetrics: true, Args: []string{"--namespace=" + ns, "--metrics-cert-dir=" + dir}})
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	l.Eventually("the metrics endpoint serves the given certificate, to a client that trusts only its CA", func() error {
@@ -142,7 +143,7 @@ func alertMetrics(t *testing.T, root string) []string {
 
 // certificate writes tls.crt and tls.key for host, signed by a new CA, into a
 // new directory, and returns it with the CA.
-func (l *Lesson) certificate(host string) (string, *x509.Certificate) {
+func (l *lesson) certificate(host string) (string, *x509.Certificate) {
 	l.T.Helper()
 	key := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -185,7 +186,7 @@ func (l *Lesson) certificate(host string) (string, *x509.Certificate) {
 // roles.yaml aggregates promocion-editor into edit and admin, and
 // promocion-viewer into view.
 func TestUserRoles(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	ns := l.Namespace("roles")
 	roles := filepath.Join(l.Root, "manifiestos", "roles.yaml")
 	l.Kubectl("apply", "-f", roles)
@@ -219,7 +220,7 @@ func TestUserRoles(t *testing.T) {
 // make build-installer writes one file with everything, the image set by
 // kustomize from IMG; the API server accepts it (a server-side dry run).
 func TestInstaller(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	const img = "registry.example.com:5000/tienda/operador-promociones:v2.0.0"
 	out := filepath.Join(l.Tmp, "install.yaml")
 	cmd := exec.Command("make", "build-installer", "IMG="+img, "INSTALLER="+out, "KUBECTL="+l.KubectlBin)

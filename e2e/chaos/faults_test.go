@@ -1,4 +1,4 @@
-package e2e
+package chaos
 
 // Faults of the kinds where research found operator bugs (Sieve, OSDI '22;
 // Acto, SOSP '23): a crash between two writes of one reconcile, a stale view
@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"operador-promociones/e2e/framework"
 	"strings"
 	"time"
 
@@ -22,30 +23,30 @@ import (
 // promo-0 of ns, or to its children.
 type change struct {
 	what string
-	do   func(l *Lesson, ns string)
+	do   func(l *lesson, ns string)
 }
 
 // crashScenarios are the changes whose every write is a crash point.
 var crashScenarios = []change{
-	{"create", func(l *Lesson, ns string) { l.CreatePromociones(ns, 1, 3) }},
-	{"banner change", func(l *Lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
-	{"replicas 3, 0, 5, unset", func(l *Lesson, ns string) {
+	{"create", func(l *lesson, ns string) { l.CreatePromociones(ns, 1, 3) }},
+	{"banner change", func(l *lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
+	{"replicas 3, 0, 5, unset", func(l *lesson, ns string) {
 		for _, r := range []string{"0", "5", "null"} {
 			l.Kubectl("patch", "promocion", "promo-0", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":`+r+`}}`)
 		}
 	}},
-	{"a child deleted", func(l *Lesson, ns string) { l.Kubectl("delete", "deployment", "promo-0", "-n", ns) }},
+	{"a child deleted", func(l *lesson, ns string) { l.Kubectl("delete", "deployment", "promo-0", "-n", ns) }},
 	// Out of the operator's cache, and still controlled by its Promocion. (A
 	// child stripped of its controller too would be no longer the operator's:
 	// it would be left alone, TestLeavesOthersObjectsAlone.)
-	{"a child relabelled", func(l *Lesson, ns string) {
+	{"a child relabelled", func(l *lesson, ns string) {
 		l.Kubectl("patch", "configmap", "promo-0-html", "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":null}}`)
 	}},
-	{"same-name recreate", func(l *Lesson, ns string) {
+	{"same-name recreate", func(l *lesson, ns string) {
 		l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
 		l.CreatePromociones(ns, 1, 3)
 	}},
-	{"delete", func(l *Lesson, ns string) { l.Kubectl("delete", "promocion", "promo-0", "-n", ns) }},
+	{"delete", func(l *lesson, ns string) { l.Kubectl("delete", "promocion", "promo-0", "-n", ns) }},
 }
 
 // crashPoints runs each scenario once to count the operator's mutating
@@ -54,7 +55,7 @@ var crashScenarios = []change{
 // API server answered it and before the answer reached the operator; a new
 // operator is started a second later, and the world must end right. It
 // returns how many crash points it tried.
-func crashPoints(l *Lesson, scenarios []change, everyK bool) result {
+func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 	r := result{scenario: "Crash points", faults: "SIGKILL right before, or right after, each of the operator's writes in: "}
 	var names []string
 	for _, sc := range scenarios {
@@ -136,13 +137,13 @@ func crashPoints(l *Lesson, scenarios []change, everyK bool) result {
 // taken by another owner. The proxy refuses its informers' watch-lists and
 // serves their fallback lists at the old resourceVersion; the watches then
 // catch up from there. No write made on the stale view may survive.
-func staleRestart(l *Lesson) result {
+func staleRestart(l *lesson) result {
 	r := result{scenario: "Stale view at start-up", faults: "an operator started on a view from before a same-name recreate, two banner changes and a child taken by another owner, then catching up"}
 	ns, untouched := l.scenarioNamespace("caos-antiguo")
 	l.Identity("caos-operador")
 	p := l.startProxy("caos-operador")
 	kubeconfig := p.kubeconfig(l)
-	before := l.Start(Launch{Who: "antes", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
+	before := l.Start(framework.Launch{Who: "antes", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
 	l.CreatePromociones(ns, 3, 1)
 	l.converge(ns, untouched, time.Now(), &result{})
 	before.Stop(l.T)
@@ -155,7 +156,7 @@ func staleRestart(l *Lesson) result {
 	}
 	old := list.GetResourceVersion() // the whole cluster's, as of now
 	l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
-	l.C.Create(context.Background(), Promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
+	l.C.Create(context.Background(), framework.Promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
 	l.setBanner(ns, "promo-1", "primer cambio")
 	l.setBanner(ns, "promo-1", "segundo cambio")
 	// promo-2's Service taken by someone else: the operator must leave it alone.
@@ -169,10 +170,10 @@ func staleRestart(l *Lesson) result {
 
 	p.set(faults{staleFrom: old})
 	start := time.Now()
-	o := l.Start(Launch{Who: "viejo", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
+	o := l.Start(framework.Launch{Who: "viejo", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
 	l.converge(ns, untouched, start, &r)
 	o.Stop(l.T)
-	writes := l.Audit(start, func(w Request) bool {
+	writes := l.Audit(start, func(w framework.Request) bool {
 		return w.UserAgent == "operador-promociones" && strings.Contains(w.URI, "/namespaces/"+ns+"/")
 	})
 	refused := 0
@@ -189,12 +190,12 @@ func staleRestart(l *Lesson) result {
 // behindProxy makes a scenario namespace with n Promociones of replicas each,
 // and an operator for it that reaches the API server through a fault proxy as
 // the ServiceAccount caos-operador; it returns once the world is right.
-func (l *Lesson) behindProxy(name, who string, n, replicas int) (ns string, untouched func() []string, p *proxy, o *Operator) {
+func (l *lesson) behindProxy(name, who string, n, replicas int) (ns string, untouched func() []string, p *proxy, o *framework.Operator) {
 	l.T.Helper()
 	ns, untouched = l.scenarioNamespace(name)
 	l.Identity("caos-operador")
 	p = l.startProxy("caos-operador")
-	o = l.Start(Launch{Who: who, Kubeconfig: p.kubeconfig(l), Args: []string{"--namespace=" + ns}})
+	o = l.Start(framework.Launch{Who: who, Kubeconfig: p.kubeconfig(l), Args: []string{"--namespace=" + ns}})
 	l.CreatePromociones(ns, n, replicas)
 	l.converge(ns, untouched, time.Now(), &result{})
 	return ns, untouched, p, o
@@ -205,7 +206,7 @@ func (l *Lesson) behindProxy(name, who string, n, replicas int) (ns string, unto
 // taken) go through at once: for seconds it acts on a view that is behind,
 // while a banner changes twice, a child is deleted, a Promocion is deleted and
 // made again under its name, and another is scaled to 0.
-func laggingWatches(l *Lesson, delay time.Duration) result {
+func laggingWatches(l *lesson, delay time.Duration) result {
 	r := result{scenario: "Stale view: lagging watches", faults: fmt.Sprintf("every watch event delivered %s late, reads outside the cache at once, while a banner changes twice, a child is deleted, a Promocion is made again under its name and another scaled to 0", delay)}
 	ns, untouched, p, o := l.behindProxy("caos-retraso", "retrasado", 4, 2)
 	p.set(faults{watchDelay: delay})
@@ -215,7 +216,7 @@ func laggingWatches(l *Lesson, delay time.Duration) result {
 	l.setBanner(ns, "promo-0", "segundo cambio")
 	l.Kubectl("delete", "deployment", "promo-1", "-n", ns)
 	l.Kubectl("delete", "promocion", "promo-2", "-n", ns)
-	l.C.Create(context.Background(), Promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
+	l.C.Create(context.Background(), framework.Promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
 	l.Kubectl("patch", "promocion", "promo-3", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
 	last := time.Now()
 	l.converge(ns, untouched, last, &r)
@@ -235,7 +236,7 @@ func laggingWatches(l *Lesson, delay time.Duration) result {
 // heldWatches holds every watch stream of a running operator while 20
 // changes are made, then lets them flow: the operator sees the end of it,
 // not each step.
-func heldWatches(l *Lesson, n int) result {
+func heldWatches(l *lesson, n int) result {
 	r := result{scenario: "Unobserved states", faults: fmt.Sprintf("watches held while %d changes happen (banners, replicas, deletes and recreates), then released", n)}
 	ns, untouched, p, o := l.behindProxy("caos-invisible", "retenido", 4, 1)
 	p.hold()
@@ -248,7 +249,7 @@ func heldWatches(l *Lesson, n int) result {
 			l.Kubectl("patch", "promocion", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%3))
 		case 2:
 			l.Kubectl("delete", "promocion", name, "-n", ns)
-			l.C.Create(context.Background(), Promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
+			l.C.Create(context.Background(), framework.Promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
 		default:
 			l.Kubectl("delete", "deployment", name, "-n", ns, "--ignore-not-found") // gone already if deleted before: nothing sees it
 		}
@@ -265,7 +266,7 @@ func heldWatches(l *Lesson, n int) result {
 // network runs an operator through one kind of network fault while
 // Promociones change, then without it, and checks the world and the rate of
 // its requests.
-func network(l *Lesson, name string, f faults, during time.Duration) result {
+func network(l *lesson, name string, f faults, during time.Duration) result {
 	r := result{scenario: "Network: " + name}
 	ns, untouched, p, o := l.behindProxy("caos-red-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"), "red", 5, 1)
 
@@ -301,7 +302,7 @@ func network(l *Lesson, name string, f faults, during time.Duration) result {
 // directly) takes over, and the audit log must show no write of the first
 // after its lease could have passed. Once the network is back it must recover
 // without a restart by hand, and without a storm of requests.
-func blackhole(l *Lesson, d time.Duration, n int) result {
+func blackhole(l *lesson, d time.Duration, n int) result {
 	r := result{scenario: "Network: blackhole", faults: fmt.Sprintf("every request of the leader swallowed for %s while it leads, with %d Promociones in flight", d, n)}
 	ns, untouched := l.scenarioNamespace("caos-agujero")
 	for _, sa := range []string{"caos-a", "caos-b"} {
@@ -330,12 +331,12 @@ func blackhole(l *Lesson, d time.Duration, n int) result {
 	time.Sleep(3 * time.Second) // the measurement: the rate once the network is back
 	after := float64(p.requests.Load()-afterCount) / time.Since(afterFrom).Seconds()
 	l.AuditFlushed()
-	late := l.Audit(handover, func(w Request) bool {
+	late := l.Audit(handover, func(w framework.Request) bool {
 		return w.User == "system:serviceaccount:default:caos-a" && !strings.Contains(w.URI, "/leases/")
 	})
 	if len(late) > 0 {
 		r.wrong += len(late)
-		l.T.Errorf("the swallowed leader wrote after the handover:\n%s", First(late, 10))
+		l.T.Errorf("the swallowed leader wrote after the handover:\n%s", framework.First(late, 10))
 	}
 	a.stop()
 	b.stop()

@@ -1,4 +1,4 @@
-package e2e
+package chaos
 
 // Spec-transition fuzzing, as Acto (SOSP '23) does it: a random walk of user
 // actions, reproducible by its seed, with the oracle at random quiet points,
@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"operador-promociones/e2e/framework"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ const walkPromociones = 4
 
 // action is one step of a walk: what it did, and an error if the world
 // answered otherwise than it must (an invalid change accepted, say).
-type action func(l *Lesson, ns string) (string, error)
+type action func(l *lesson, ns string) (string, error)
 
 // nextAction draws the next step of a walk.
 func nextAction(rng *rand.Rand) action {
@@ -40,17 +41,17 @@ func nextAction(rng *rand.Rand) action {
 	switch rng.IntN(10) {
 	case 0, 1, 2:
 		b := banners[rng.IntN(len(banners))]
-		return func(l *Lesson, ns string) (string, error) {
+		return func(l *lesson, ns string) (string, error) {
 			return fmt.Sprintf("banner of %s: %.30q", name, b), l.patchSpec(ns, name, map[string]any{"banner": b})
 		}
 	case 3, 4:
 		r := replicas[rng.IntN(len(replicas))]
-		return func(l *Lesson, ns string) (string, error) {
+		return func(l *lesson, ns string) (string, error) {
 			return fmt.Sprintf("replicas of %s: %v", name, r), l.patchSpec(ns, name, map[string]any{"replicas": r})
 		}
 	case 5:
 		key := fmt.Sprintf("equipo-%d", rng.IntN(3))
-		return func(l *Lesson, ns string) (string, error) {
+		return func(l *lesson, ns string) (string, error) {
 			return "a label on " + name, l.patch(ns, "promociones", name, map[string]any{"metadata": map[string]any{"labels": map[string]any{key: "marketing"}}})
 		}
 	case 6:
@@ -64,7 +65,7 @@ func nextAction(rng *rand.Rand) action {
 			{map[string]any{"replicas": 101}, "should be less than or equal to 100"},
 			{map[string]any{"replicas": -1}, "should be greater than or equal to 0"},
 		}[rng.IntN(5)]
-		return func(l *Lesson, ns string) (string, error) {
+		return func(l *lesson, ns string) (string, error) {
 			what := fmt.Sprintf("invalid change of %s: %.30v", name, bad.spec)
 			before, err := l.generation(ns, name)
 			if err != nil {
@@ -91,7 +92,7 @@ func nextAction(rng *rand.Rand) action {
 			{"deployments", name, ""}, // deleted
 		}
 		c := children[rng.IntN(len(children))]
-		return func(l *Lesson, ns string) (string, error) {
+		return func(l *lesson, ns string) (string, error) {
 			if c.patch == "" {
 				d := &appsv1.Deployment{}
 				d.SetNamespace(ns)
@@ -104,8 +105,8 @@ func nextAction(rng *rand.Rand) action {
 		}
 	default:
 		b := banners[rng.IntN(len(banners))]
-		return func(l *Lesson, ns string) (string, error) {
-			p := Promocion(ns, 0, 1)
+		return func(l *lesson, ns string) (string, error) {
+			p := framework.Promocion(ns, 0, 1)
 			p.SetName(name)
 			_ = unstructured.SetNestedField(p.Object, b, "spec", "banner")
 			err := client.IgnoreNotFound(l.C.Delete(context.Background(), p.DeepCopy()))
@@ -120,7 +121,7 @@ func nextAction(rng *rand.Rand) action {
 // walk takes steps from seed on ns, with the oracle at random quiet points
 // (and at the last step); it returns the first step at which the world was
 // wrong, or -1.
-func walk(l *Lesson, ns string, untouched func() []string, seed uint64, steps int) (int, result) {
+func walk(l *lesson, ns string, untouched func() []string, seed uint64, steps int) (int, result) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	quietPoints := 0
 	var r result
@@ -149,7 +150,7 @@ func walk(l *Lesson, ns string, untouched func() []string, seed uint64, steps in
 // operator, in a fresh namespace, makes the same world from the current
 // specs. A failing walk is replayed on shorter prefixes, to name the shortest
 // that still fails.
-func fuzz(l *Lesson, seeds []uint64, steps int) result {
+func fuzz(l *lesson, seeds []uint64, steps int) result {
 	r := result{scenario: "Spec-transition fuzzing", faults: fmt.Sprintf("random walks of %d steps (seeds %v): valid and invalid changes, edits and deletions of children, deletes and recreates", steps, seeds)}
 	for _, seed := range seeds {
 		ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-paseo-%d", seed%100000))
@@ -180,7 +181,7 @@ func fuzz(l *Lesson, seeds []uint64, steps int) result {
 
 // shortestFailing replays the walk of seed on prefixes shorter than failedAt+1
 // steps, halving, in fresh namespaces, and names the shortest that fails.
-func shortestFailing(l *Lesson, seed uint64, failedAt int) string {
+func shortestFailing(l *lesson, seed uint64, failedAt int) string {
 	lo, hi := 0, failedAt+1 // hi fails
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
@@ -202,7 +203,7 @@ func shortestFailing(l *Lesson, seed uint64, failedAt int) string {
 // historyIndependent copies the specs of ns's Promociones into fresh, waits
 // for the operator to make them there, and says how the two worlds differ in
 // what the operator owns.
-func (l *Lesson) historyIndependent(ns, fresh string) string {
+func (l *lesson) historyIndependent(ns, fresh string) string {
 	l.T.Helper()
 	ctx := context.Background()
 	var promos unstructured.UnstructuredList
@@ -260,12 +261,12 @@ func owned(obj client.Object) any {
 }
 
 // patchSpec merge-patches a Promocion's spec (a nil value removes the field).
-func (l *Lesson) patchSpec(ns, name string, spec map[string]any) error {
+func (l *lesson) patchSpec(ns, name string, spec map[string]any) error {
 	return l.patch(ns, "promociones", name, map[string]any{"spec": spec})
 }
 
 // patch merge-patches an object of ns.
-func (l *Lesson) patch(ns, resource, name string, patch map[string]any) error {
+func (l *lesson) patch(ns, resource, name string, patch map[string]any) error {
 	b, err := json.Marshal(patch)
 	if err != nil {
 		return err
@@ -292,8 +293,8 @@ func (l *Lesson) patch(ns, resource, name string, patch map[string]any) error {
 
 // generation is the Promocion's metadata.generation, which only a change of
 // its spec moves (the operator's status writes do not).
-func (l *Lesson) generation(ns, name string) (int64, error) {
-	p := Promocion(ns, 0, 0)
+func (l *lesson) generation(ns, name string) (int64, error) {
+	p := framework.Promocion(ns, 0, 0)
 	p.SetName(name)
 	err := l.C.Get(context.Background(), client.ObjectKeyFromObject(p), p)
 	return p.GetGeneration(), err

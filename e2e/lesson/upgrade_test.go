@@ -1,8 +1,9 @@
-package e2e
+package lesson
 
 import (
 	"context"
 	"fmt"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,7 +30,7 @@ const upgradeFrom = "9fe8cbf"
 // a Promocion or a child that needs no change: no web pod rolls.
 func TestUpgrade(t *testing.T) {
 	const n = 100
-	l := NewLesson(t)
+	l := newLesson(t)
 	old, oldCRD := l.buildAt(upgradeFrom)
 	crd := filepath.Join(l.Root, "manifiestos", "crd.yaml")
 	t.Cleanup(func() { _, _ = l.TryKubectl("apply", "-f", crd) })
@@ -42,8 +42,8 @@ func TestUpgrade(t *testing.T) {
 	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	acquired, waiting := `(?i)successfully acquired lease.*default/operador-promociones`, `(?i)attempting to acquire leader lease.*default/operador-promociones`
-	replica := func(who, binary, sa string) *Operator {
-		return l.Start(Launch{Who: who, Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig(sa), Args: args, PlainMetricsOnly: binary == old})
+	replica := func(who, binary, sa string) *framework.Operator {
+		return l.Start(framework.Launch{Who: who, Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig(sa), Args: args, PlainMetricsOnly: binary == old})
 	}
 	a := replica("vieja-a", old, "version-vieja")
 	l.WaitForLog(a, "the old release leads", acquired)
@@ -76,15 +76,15 @@ func TestUpgrade(t *testing.T) {
 	}()
 
 	l.Kubectl("apply", "-f", crd) // the new CRD, over the stored Promociones
-	c := replica("nueva-c", Env.Operator, "version-nueva")
+	c := replica("nueva-c", framework.Env.Operator, "version-nueva")
 	l.WaitForLog(c, "a new replica waits", waiting)
 	b.Stop(t)
-	d := replica("nueva-d", Env.Operator, "version-nueva")
+	d := replica("nueva-d", framework.Env.Operator, "version-nueva")
 	l.WaitForLog(d, "a second new replica waits", waiting)
 	a.Stop(t) // the old leader releases the Lease on its way out
-	var leader *Operator
+	var leader *framework.Operator
 	l.Eventually("a new replica leads", func() error {
-		for _, o := range []*Operator{c, d} {
+		for _, o := range []*framework.Operator{c, d} {
 			if o.LogHas(acquired) == nil {
 				leader = o
 				return nil
@@ -100,21 +100,21 @@ func TestUpgrade(t *testing.T) {
 	<-watched
 
 	if len(notListo) > 0 {
-		t.Errorf("Promociones left Listo during the upgrade:\n%s", strings.Join(First(notListo, 10), "\n"))
+		t.Errorf("Promociones left Listo during the upgrade:\n%s", strings.Join(framework.First(notListo, 10), "\n"))
 	}
-	writes := func(sa string, after bool) []Request {
-		return l.Audit(time.Time{}, func(w Request) bool {
+	writes := func(sa string, after bool) []framework.Request {
+		return l.Audit(time.Time{}, func(w framework.Request) bool {
 			return w.User == "system:serviceaccount:default:"+sa && w.At.After(handover) == after && strings.Contains(w.URI, "/namespaces/"+ns+"/")
 		})
 	}
 	if late := writes("version-vieja", true); len(late) > 0 {
-		t.Errorf("the old release wrote after the handover, beside the new leader:\n%s", First(late, 10))
+		t.Errorf("the old release wrote after the handover, beside the new leader:\n%s", framework.First(late, 10))
 	}
 	if early := writes("version-nueva", false); len(early) > 0 {
-		t.Errorf("the new release wrote before it led:\n%s", First(early, 10))
+		t.Errorf("the new release wrote before it led:\n%s", framework.First(early, 10))
 	}
 	if newWrites := writes("version-nueva", true); len(newWrites) > 0 {
-		t.Errorf("the new release wrote to Promociones or children that needed no change:\n%s", First(newWrites, 10))
+		t.Errorf("the new release wrote to Promociones or children that needed no change:\n%s", framework.First(newWrites, 10))
 	}
 	after := l.childrenOf(ns)
 	for name, was := range before {
@@ -126,7 +126,7 @@ func TestUpgrade(t *testing.T) {
 	// Every stored Promocion is valid under the new CRD: a change to each passes
 	// its validation (the new rules judge the whole object).
 	l.Parallel(n, 16, func(i int) error {
-		p := Promocion(ns, i, 1)
+		p := framework.Promocion(ns, i, 1)
 		patch := []byte(`{"metadata":{"labels":{"actualizada":"si"}}}`)
 		return l.C.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, patch))
 	})
@@ -137,7 +137,7 @@ func TestUpgrade(t *testing.T) {
 
 // buildAt builds the operator as it was at commit, and returns the binary and
 // that commit's crd.yaml.
-func (l *Lesson) buildAt(commit string) (binary, crd string) {
+func (l *lesson) buildAt(commit string) (binary, crd string) {
 	l.T.Helper()
 	src := filepath.Join(l.Tmp, "src-"+commit)
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -159,27 +159,25 @@ func (l *Lesson) buildAt(commit string) (binary, crd string) {
 // childrenOf is, for each Promocion's children in ns, what an upgrade must
 // not change: the pod template and generation of the Deployment, and the
 // resourceVersion of each child (a write would move it).
-func (l *Lesson) childrenOf(ns string) map[string]any {
+func (l *lesson) childrenOf(ns string) map[string]any {
 	l.T.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
+	for _, child := range framework.Children() {
+		list := child.List()
+		if err := l.C.List(ctx, list, client.InNamespace(ns)); err != nil {
+			l.T.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[child.Kind+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
 	var deps appsv1.DeploymentList
 	if err := l.C.List(ctx, &deps, client.InNamespace(ns)); err != nil {
 		l.T.Fatal(err)
 	}
 	for _, d := range deps.Items {
 		out["Deployment/"+d.Name] = []any{d.Generation, d.ResourceVersion, d.Spec.Template}
-	}
-	for _, kind := range []string{"ConfigMapList", "ServiceList"} {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion("v1")
-		list.SetKind(kind)
-		if err := l.C.List(ctx, list, client.InNamespace(ns)); err != nil {
-			l.T.Fatal(err)
-		}
-		for _, o := range list.Items {
-			out[kind+"/"+o.GetName()] = o.GetResourceVersion()
-		}
 	}
 	return out
 }

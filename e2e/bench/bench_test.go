@@ -1,4 +1,4 @@
-package e2e
+package bench
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"operador-promociones/e2e/bench/results"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,8 +51,8 @@ func TestBench(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		seed = s
 	}
-	b := &bench{Lesson: NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
-		res: &results{Scale: sc.name, Seed: seed, Started: time.Now().UTC()}}
+	b := &bench{Lesson: framework.NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
+		res: &results.Results{Scale: sc.name, Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
 	b.makeTemplate()
@@ -72,11 +74,11 @@ func TestBench(t *testing.T) {
 		b.res.Parts = append(slices.DeleteFunc(b.res.Parts, func(p string) bool { return strings.HasPrefix(p, b.part("")) }), b.part(strings.Join(measured, ", ")))
 		start := time.Now()
 		runs[name]()
-		b.res.Sections = append(b.res.Sections, sectionTime{name, time.Since(start).Minutes()})
+		b.res.Sections = append(b.res.Sections, results.SectionTime{Name: name, Minutes: time.Since(start).Minutes()})
 		b.write(dir) // after each section: a run cut short still leaves what it measured
 	}
 	b.plots(dir)
-	var again results // the report must come out the same from the data alone, as `make bench-report` makes it
+	var again results.Results // the report must come out the same from the data alone, as `make bench-report` makes it
 	if raw, err := os.ReadFile(filepath.Join(dir, "bench-results.json")); err != nil || json.Unmarshal(raw, &again) != nil {
 		t.Fatalf("reading back bench-results.json: %v", err)
 	}
@@ -84,12 +86,12 @@ func TestBench(t *testing.T) {
 		t.Errorf("the report made from bench-results.json differs from the run's")
 	}
 	// BENCH_SECTIONS=recovery would measure recovery again: nothing of the earlier one may stay.
-	if again.drop("recovery"); len(again.Recovery)+len(again.Inside) != 0 || strings.Contains(strings.Join(again.Parts, ";"), "recovery") ||
+	if again.Drop("recovery"); len(again.Recovery)+len(again.Inside) != 0 || strings.Contains(strings.Join(again.Parts, ";"), "recovery") ||
 		!strings.Contains(reportOf(&again), "### Recovery of a deleted child\n\nNot measured") {
 		t.Errorf("dropping the recovery section left some of it: parts %q, %d samples", again.Parts, len(again.Recovery))
 	}
 	if file := os.Getenv("BENCH_REPORT"); file != "" {
-		if err := Splice(file, "bench", b.report()); err != nil {
+		if err := framework.Splice(file, "bench", b.report()); err != nil {
 			t.Error(err)
 		}
 	}
@@ -113,39 +115,16 @@ func (b *bench) joinEarlier(dir string) {
 	if err != nil {
 		b.T.Fatalf("BENCH_SECTIONS adds to an earlier run's results: %v", err)
 	}
-	var earlier results
+	var earlier results.Results
 	if err := json.Unmarshal(raw, &earlier); err != nil {
 		b.T.Fatal(err)
 	}
 	for _, name := range strings.Split(os.Getenv("BENCH_SECTIONS"), ",") {
-		earlier.drop(name)
+		earlier.Drop(name)
 	}
 	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
 	earlier.Started, earlier.Seed = b.res.Started, b.res.Seed
 	*b.res = earlier
-}
-
-// drop removes what was measured for section, and its name from the parts.
-func (r *results) drop(section string) {
-	r.Runs = slices.DeleteFunc(r.Runs, func(x run) bool { return x.Section == section || strings.HasPrefix(x.Section, section+"-") })
-	if note, ok := map[string]string{"contention": "alone-apply=", "steady": "steady=", "fsync": "fsync-etcd="}[section]; ok {
-		r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, note) })
-	}
-	switch section {
-	case "recovery":
-		r.Recovery, r.Inside, r.Noise = nil, nil, nil
-	case "failover":
-		r.Failover = nil
-	}
-	r.Sections = slices.DeleteFunc(r.Sections, func(s sectionTime) bool { return s.Name == section })
-	var parts []string
-	for _, p := range r.Parts {
-		run, secs, _ := strings.Cut(p, "): ")
-		if left := slices.DeleteFunc(strings.Split(secs, ", "), func(s string) bool { return s == section }); len(left) > 0 {
-			parts = append(parts, run+"): "+strings.Join(left, ", "))
-		}
-	}
-	r.Parts = parts
 }
 
 // write puts the report and its data into dir.
@@ -200,19 +179,10 @@ var (
 		unrelated: 200, flood: 2, sideApply: 10, idle: 3 * time.Second, failovers: 1, limits: []string{"--kube-api-qps=20 --kube-api-burst=30"}}
 	// scaleNs are the issue's; 10,000 is the longest run of a make bench.
 	fullScale = scale{name: "full", n: 1000, repeats: 5, rounds: 3, samples: 200, load: 1000, scaleNs: []int{1000, 5000, 10000},
-		scaleOf:   map[string][]int{leccionKey: {1000}},
+		scaleOf:   map[string][]int{results.Leccion: {1000}},
 		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5,
 		limits: []string{"--kube-api-qps=100 --kube-api-burst=200", "--max-concurrent-reconciles=4"}}
 )
-
-// The candidates' keys, in the report's order.
-const (
-	oursKey    = "ours"
-	leccionKey = "leccion"
-	plainKey   = "plain"
-)
-
-var candidateNames = map[string]string{oursKey: "operador-promociones", leccionKey: "the lesson's operator", plainKey: "plain client"}
 
 // candidate is one of the three, as the API server sees it.
 type candidate struct {
@@ -224,102 +194,15 @@ type candidate struct {
 }
 
 type bench struct {
-	*Lesson
+	*framework.Lesson
 	sc         scale
 	started    time.Time
 	rnd        *rand.Rand
-	res        *results
+	res        *results.Results
 	candidates map[string]*candidate
 	template   *template // what the operator made for one Promocion, copied by the plain client
 	flooder    client.Client
 	usuario    string // the kubeconfig of a team's user
-}
-
-// results is everything measured; the report and the plots (hack/plots) are
-// made from it alone.
-type results struct {
-	Scale    string           `json:"scale"`
-	Seed     uint64           `json:"seed"`
-	Started  time.Time        `json:"started"`
-	Took     string           `json:"took"`
-	Machine  string           `json:"machine"`
-	Cores    int              `json:"cores"`
-	Cluster  []component      `json:"cluster"`
-	Recovery []recoverySample `json:"recovery"`
-	Inside   []inside         `json:"inside"`
-	Runs     []run            `json:"runs"`
-	Failover []failoverRun    `json:"failover"`
-	Noise    []noise          `json:"noise"` // taken before each recovery round, beside each run's own
-	Notes    []string         `json:"notes"`
-	Sections []sectionTime    `json:"sections"` // how long each section took
-	Parts    []string         `json:"parts"`    // the runs whose sections this holds: when, which, seed
-
-}
-
-type noise struct {
-	Calibration float64 `json:"calibration_ms"`
-	Load1       float64 `json:"load1"`
-}
-
-type sectionTime struct {
-	Name    string  `json:"name"`
-	Minutes float64 `json:"minutes"`
-}
-
-type component struct {
-	Name string `json:"name"`
-	Args string `json:"args"`
-}
-
-type recoverySample struct {
-	Candidate  string  `json:"candidate"`
-	Kind       string  `json:"kind"`
-	Loaded     bool    `json:"loaded"`
-	Converging bool    `json:"converging"` // under load: it was back before the load had all converged
-	Round      int     `json:"round"`
-	Ms         float64 `json:"ms"`
-}
-
-// run is one convergence: N Promociones created at once, followed until all
-// are Listo.
-type run struct {
-	Section   string  `json:"section"` // headline, contention, qps, scale, fsync
-	Candidate string  `json:"candidate"`
-	Variant   string  `json:"variant,omitempty"`
-	N         int     `json:"n"`
-	Replicas  int     `json:"replicas"`
-	Repeat    int     `json:"repeat"`
-	Written   float64 `json:"written_s"` // every Promocion has its children and a status
-	Listo     float64 `json:"listo_s"`   // every Promocion is Listo
-	// Writes by the candidate's ServiceAccount, from the audit log.
-	Children, ChildUpdates, Status, Events, Leases, Other, Conflicts int
-	APIRequests                                                      float64 `json:"api_requests"` // the API server's, all clients
-	CPUSeconds, PeakMiB, SettledMiB                                  float64
-	SideApply                                                        float64 `json:"side_apply_s,omitempty"` // a user's kubectl apply, in a contended run
-	Flood                                                            float64 `json:"flood_per_s,omitempty"`  // the flooding client's lists answered per second
-	Calibration                                                      float64 `json:"calibration_ms"`
-	Load1                                                            float64 `json:"load1"`
-	// CPU-seconds from the start to the last Listo, by process: the cluster's
-	// components, the operator, and the harness (its watches and creates).
-	CPUToListo map[string]float64 `json:"cpu_to_listo_s,omitempty"`
-}
-
-// inside is where an operator's time went during a round's idle recoveries,
-// from its controller-runtime metrics: means per reconcile.
-type inside struct {
-	Candidate   string  `json:"candidate"`
-	Round       int     `json:"round"`
-	Reconciles  float64 `json:"reconciles"`
-	QueuedMs    float64 `json:"queued_ms"`     // from queued to taken by a worker
-	ReconcileMs float64 `json:"reconcile_ms"`  // Reconcile itself
-	WaitMs      float64 `json:"cache_wait_ms"` // of which waiting for the cache to hold the operator's own writes, per Get
-	Gets        float64 `json:"cache_gets"`
-}
-
-type failoverRun struct {
-	Kill   string  `json:"kill"` // SIGKILL or SIGTERM
-	Warmup bool    `json:"warmup"`
-	Ms     float64 `json:"ms"`
 }
 
 // ----- the cluster and the machine -----
@@ -328,7 +211,7 @@ type failoverRun struct {
 func (b *bench) settings() {
 	b.res.Machine, b.res.Cores = machine(), runtime.NumCPU()
 	for _, name := range clusterComponents {
-		b.res.Cluster = append(b.res.Cluster, component{name, b.commandLine(name)})
+		b.res.Cluster = append(b.res.Cluster, results.Component{Name: name, Args: b.commandLine(name)})
 	}
 }
 
@@ -338,13 +221,13 @@ var clusterComponents = []string{"etcd", "kube-apiserver", "kube-controller-mana
 
 // processCPU is the CPU time so far of the cluster's components, the operator
 // o (if any) and the harness itself.
-func (b *bench) processCPU(o *Operator) map[string]float64 {
+func (b *bench) processCPU(o *framework.Operator) map[string]float64 {
 	cpu := map[string]float64{"harness": cpuOf(b.T, os.Getpid())}
 	for _, name := range clusterComponents {
 		cpu[name] = cpuOf(b.T, b.componentPid(name))
 	}
 	if o != nil {
-		cpu["operator"] = o.cpuSeconds(b.T)
+		cpu["operator"] = cpuOf(b.T, o.Cmd.Process.Pid)
 	}
 	return cpu
 }
@@ -352,7 +235,7 @@ func (b *bench) processCPU(o *Operator) map[string]float64 {
 // componentPid is the process of a cluster component, as hack/cluster.sh
 // recorded it.
 func (b *bench) componentPid(name string) int {
-	raw, err := os.ReadFile(filepath.Join(Env.ClusterDir, "pids", name))
+	raw, err := os.ReadFile(filepath.Join(framework.Env.ClusterDir, "pids", name))
 	if err != nil {
 		b.T.Fatal(err)
 	}
@@ -370,7 +253,7 @@ func (b *bench) commandLine(name string) string {
 		b.T.Fatal(err)
 	}
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")[1:]
-	return strings.ReplaceAll(strings.Join(args, " "), Env.ClusterDir, "$CLUSTER_DIR")
+	return strings.ReplaceAll(strings.Join(args, " "), framework.Env.ClusterDir, "$CLUSTER_DIR")
 }
 
 func machine() string {
@@ -418,23 +301,23 @@ func (b *bench) identities() {
 	b.Kubectl("apply", "-f", rbac)
 	b.T.Cleanup(func() { _, _ = b.TryKubectl("delete", "--ignore-not-found", "-f", rbac) })
 	b.candidates = map[string]*candidate{
-		oursKey:    {key: oursKey, user: "system:serviceaccount:default:bench-operador", binary: Env.Operator},
-		leccionKey: {key: leccionKey, user: "system:serviceaccount:default:bench-leccion", binary: Env.Leccion},
-		plainKey:   {key: plainKey, user: "system:serviceaccount:default:bench-plain"},
+		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator},
+		results.Leccion: {key: results.Leccion, user: "system:serviceaccount:default:bench-leccion", binary: framework.Env.Leccion},
+		results.Plain:   {key: results.Plain, user: "system:serviceaccount:default:bench-plain"},
 	}
-	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[oursKey], "bench-leccion": b.candidates[leccionKey], "bench-plain": b.candidates[plainKey]} {
+	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[results.Ours], "bench-leccion": b.candidates[results.Leccion], "bench-plain": b.candidates[results.Plain]} {
 		c.kubeconfig = b.ServiceAccountKubeconfig(sa)
 	}
-	b.candidates[plainKey].c = b.ClientFor(b.candidates[plainKey].kubeconfig)
+	b.candidates[results.Plain].c = b.ClientFor(b.candidates[results.Plain].kubeconfig)
 	b.flooder = b.ClientFor(b.ServiceAccountKubeconfig("bench-flood"))
 	b.usuario = b.ServiceAccountKubeconfig("bench-usuario")
 }
 
 // startCandidate starts an operator candidate as its ServiceAccount, watching
 // every namespace, and waits until its workers run.
-func (b *bench) startCandidate(c *candidate, who string, args ...string) *Operator {
+func (b *bench) startCandidate(c *candidate, who string, args ...string) *framework.Operator {
 	b.T.Helper()
-	o := b.Start(Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: c.key == leccionKey})
+	o := b.Start(framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: c.key == results.Leccion})
 	b.WaitForLog(o, "its workers started", `Starting workers`)
 	return o
 }
@@ -442,7 +325,7 @@ func (b *bench) startCandidate(c *candidate, who string, args ...string) *Operat
 // order is the candidates in a fresh random order.
 func (b *bench) order(keys ...string) []string {
 	if len(keys) == 0 {
-		keys = []string{oursKey, leccionKey, plainKey}
+		keys = []string{results.Ours, results.Leccion, results.Plain}
 	}
 	out := slices.Clone(keys)
 	b.rnd.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
@@ -460,12 +343,12 @@ type template struct {
 // makeTemplate lets the operator make one Promocion's children and status.
 func (b *bench) makeTemplate() {
 	ns := b.Namespace("bench-template")
-	o := b.startCandidate(b.candidates[oursKey], "template")
+	o := b.startCandidate(b.candidates[results.Ours], "template")
 	b.CreatePromociones(ns, 1, 1)
 	b.WaitListo(ns, 1)
 	o.Stop(b.T)
 	ctx := context.Background()
-	p := Promocion(ns, 0, 1)
+	p := framework.Promocion(ns, 0, 1)
 	var evs eventsv1.EventList
 	for _, err := range []error{b.C.Get(ctx, client.ObjectKeyFromObject(p), p), b.C.List(ctx, &evs, client.InNamespace(ns))} {
 		if err != nil {
@@ -481,8 +364,8 @@ func (b *bench) makeTemplate() {
 			b.template.objects = append(b.template.objects, e)
 		}
 	}
-	if len(b.template.objects) != 4 {
-		b.T.Fatalf("the operator made %d objects for the template Promocion, want 3 children and 1 Event", len(b.template.objects))
+	if want := len(framework.Children()) + 1; len(b.template.objects) != want {
+		b.T.Fatalf("the operator made %d objects for the template Promocion, want %d children and 1 Event", len(b.template.objects), want-1)
 	}
 	b.DeleteNamespace(ns)
 }
@@ -509,13 +392,17 @@ func (t *template) copyFor(obj client.Object, p *unstructured.Unstructured) clie
 	out.SetManagedFields(nil)
 	out.SetGeneration(0)
 	switch o := out.(type) {
-	case *appsv1.Deployment:
-		o.Status = appsv1.DeploymentStatus{}
-		if r, ok, _ := unstructured.NestedInt64(p.Object, "spec", "replicas"); ok {
-			o.Spec.Replicas = new(int32(r))
+	case *unstructured.Unstructured: // a child
+		unstructured.RemoveNestedField(o.Object, "status") // the API server's
+		switch o.GetKind() {
+		case "Deployment":
+			if r, ok, _ := unstructured.NestedInt64(p.Object, "spec", "replicas"); ok {
+				_ = unstructured.SetNestedField(o.Object, r, "spec", "replicas")
+			}
+		case "Service":
+			unstructured.RemoveNestedField(o.Object, "spec", "clusterIP")
+			unstructured.RemoveNestedField(o.Object, "spec", "clusterIPs")
 		}
-	case *corev1.Service:
-		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
 	case *eventsv1.Event:
 		o.Name, o.GenerateName = "", p.GetName()+"-"
 	}
@@ -541,18 +428,16 @@ type child struct {
 	obj  client.Object
 }
 
-// firstChildren reads the ConfigMap, Deployment and Service made for promo-0
-// in ns (every candidate names them alike).
+// firstChildren reads every child made for promo-0 in ns (every candidate
+// names them alike), in the operator's order.
 func (b *bench) firstChildren(ns string) []child {
-	children := []child{
-		{"ConfigMap", &corev1.ConfigMapList{}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0-html"}}},
-		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
-		{"Service", &corev1.ServiceList{}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promo-0"}}},
-	}
-	for _, c := range children {
-		if err := b.C.Get(context.Background(), client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
+	var children []child
+	for _, c := range framework.Children() {
+		obj := c.Object(ns, "promo-0")
+		if err := b.C.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			b.T.Fatal(err)
 		}
+		children = append(children, child{c.Kind, c.List(), obj})
 	}
 	return children
 }
@@ -565,7 +450,7 @@ func (b *bench) firstChildren(ns string) []child {
 // then, on a watch of the Deployments, the status Listo of each as soon as its
 // Deployment is ready. It returns at once; the Promociones' watch tells when.
 func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int) {
-	pc := b.candidates[plainKey].c
+	pc := b.candidates[results.Plain].c
 	w, err := pc.(client.WithWatch).Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
 	if err != nil {
 		b.T.Fatal(err)
@@ -593,8 +478,8 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 		}
 	}()
 	go func() {
-		if err := ParallelErr(n, g, func(i int) error {
-			p := Promocion(ns, i, replicas)
+		if err := framework.ParallelErr(n, g, func(i int) error {
+			p := framework.Promocion(ns, i, replicas)
 			if err := b.C.Create(ctx, p); err != nil {
 				return err
 			}
@@ -617,7 +502,7 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 			wg.Go(func() {
 				defer func() { <-sem }()
 				<-desplegando[name]
-				p := Promocion(ns, 0, replicas)
+				p := framework.Promocion(ns, 0, replicas)
 				p.SetName(name)
 				if err := pc.Status().Patch(ctx, p, b.template.status("Listo", int64(replicas))); err != nil {
 					b.T.Errorf("the plain client's status Listo of %s: %v", name, err)
@@ -766,9 +651,9 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	defer cancel()
 	defer b.resetCluster("off")
 	ns := b.Namespace(fmt.Sprintf("bench-rec-%s-%d", c.key, r))
-	b.res.Noise = append(b.res.Noise, noise{calibrate(), load1()})
+	b.res.Noise = append(b.res.Noise, results.Noise{Calibration: calibrate(), Load1: load1()})
 	// The shops: sc.samples Promociones, live before any child is deleted.
-	var o *Operator
+	var o *framework.Operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("recovery-%d", r))
 		defer o.Stop(b.T)
@@ -779,7 +664,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	b.WaitListo(ns, b.sc.samples)
 	shops := make([]*unstructured.Unstructured, b.sc.samples)
 	for i := range shops {
-		shops[i] = Promocion(ns, i, 0)
+		shops[i] = framework.Promocion(ns, i, 0)
 		if err := b.C.Get(ctx, client.ObjectKeyFromObject(shops[i]), shops[i]); err != nil {
 			b.T.Fatal(err)
 		}
@@ -792,7 +677,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 		return func() error { return c.c.Create(ctx, b.template.copyFor(b.template.objects[j], p)) }
 	}
 	record := func(kind string, loaded, converging bool, d time.Duration) {
-		b.res.Recovery = append(b.res.Recovery, recoverySample{c.key, kind, loaded, converging, r, float64(d.Microseconds()) / 1000})
+		b.res.Recovery = append(b.res.Recovery, results.RecoverySample{Candidate: c.key, Kind: kind, Loaded: loaded, Converging: converging, Round: r, Ms: float64(d.Microseconds()) / 1000})
 	}
 
 	// Idle: one shop's children, one deletion at a time.
@@ -800,7 +685,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	before := b.insideOf(o)
 	for range b.sc.samples {
 		for j, k := range kinds {
-			record(k.name, false, false, RecreationTime(b.T, b.C, k.list, k.obj.DeepCopyObject().(client.Object), recreate(j, shops[0])))
+			record(k.name, false, false, framework.RecreationTime(b.T, b.C, k.list, k.obj.DeepCopyObject().(client.Object), recreate(j, shops[0])))
 			time.Sleep(20 * time.Millisecond) // each recovery alone, not in the wake of the last
 		}
 	}
@@ -808,8 +693,9 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 		after := b.insideOf(o)
 		n := after.Reconciles - before.Reconciles
 		gets := after.Gets - before.Gets
-		b.res.Inside = append(b.res.Inside, inside{c.key, r, n, (after.QueuedMs - before.QueuedMs) / n, (after.ReconcileMs - before.ReconcileMs) / n,
-			(after.WaitMs - before.WaitMs) / max(gets, 1), gets})
+		b.res.Inside = append(b.res.Inside, results.Inside{Candidate: c.key, Round: r, Reconciles: n,
+			QueuedMs: (after.QueuedMs - before.QueuedMs) / n, ReconcileMs: (after.ReconcileMs - before.ReconcileMs) / n,
+			WaitMs: (after.WaitMs - before.WaitMs) / max(gets, 1), Gets: gets})
 	}
 
 	// Under load: sc.load Promociones created at once in another namespace and,
@@ -828,8 +714,8 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	}()
 	if c.binary != "" {
 		go func() {
-			if err := ParallelErr(b.sc.load, 32, func(i int) error {
-				return b.C.Create(ctx, Promocion(loadNS, i, 0))
+			if err := framework.ParallelErr(b.sc.load, 32, func(i int) error {
+				return b.C.Create(ctx, framework.Promocion(loadNS, i, 0))
 			}); err != nil {
 				b.T.Errorf("creating the load: %v", err)
 			}
@@ -903,7 +789,7 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 	}
 	watching.Wait()
 	order := b.rnd.Perm(len(shops))
-	if err := ParallelErr(len(shops), 32, func(i int) error {
+	if err := framework.ParallelErr(len(shops), 32, func(i int) error {
 		p := shops[order[i]]
 		for j, k := range kinds {
 			obj := k.obj.DeepCopyObject().(client.Object)
@@ -928,23 +814,23 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 	back.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(out) != 3*len(shops) {
-		b.T.Fatalf("%d of the burst's %d children came back", len(out), 3*len(shops))
+	if len(out) != len(kinds)*len(shops) {
+		b.T.Fatalf("%d of the burst's %d children came back", len(out), len(kinds)*len(shops))
 	}
 	return out
 }
 
 // insideOf reads the totals that inside's means are made of (nil: none).
-func (b *bench) insideOf(o *Operator) inside {
+func (b *bench) insideOf(o *framework.Operator) results.Inside {
 	if o == nil {
-		return inside{}
+		return results.Inside{}
 	}
 	sum := func(name string, match func(string) bool) float64 { return o.Metric(name, match) }
 	ours := func(l string) bool {
 		return strings.Contains(l, `controller="promocion"`) || strings.Contains(l, `name="promocion"`)
 	}
 	gets := func(l string) bool { return strings.Contains(l, `operation="get"`) }
-	return inside{
+	return results.Inside{
 		Reconciles:  sum("controller_runtime_reconcile_time_seconds_count", ours),
 		QueuedMs:    1000 * sum("workqueue_queue_duration_seconds_sum", ours),
 		ReconcileMs: 1000 * sum("controller_runtime_reconcile_time_seconds_sum", ours),
@@ -958,13 +844,13 @@ func (b *bench) insideOf(o *Operator) inside {
 // converge is one run: n Promociones with replicas created at once in a fresh
 // namespace, handled by candidate c, followed until every one is Listo. during,
 // if set, runs beside it and returns what it measured.
-func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64)) run {
+func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64)) results.Run {
 	return b.convergeThen(section, c, n, replicas, repeat, variant, args, during, "off")
 }
 
 // convergeThen is converge, with etcdFsync ("on" or "off") for the cluster
 // that the next run starts from.
-func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64), etcdFsync string) run {
+func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64), etcdFsync string) results.Run {
 	b.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -973,8 +859,8 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		ns += fmt.Sprintf("-%x", sha256.Sum256([]byte(variant)))[:9]
 	}
 	b.Namespace(ns)
-	r := run{Section: section, Candidate: c.key, Variant: variant, N: n, Replicas: replicas, Repeat: repeat, Calibration: calibrate(), Load1: load1()}
-	var o *Operator
+	r := results.Run{Section: section, Candidate: c.key, Variant: variant, N: n, Replicas: replicas, Repeat: repeat, Calibration: calibrate(), Load1: load1()}
+	var o *framework.Operator
 	if c.binary != "" {
 		o = b.startCandidate(c, fmt.Sprintf("%s-%d-%d", section, n, repeat), args...)
 	}
@@ -1004,14 +890,14 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	side.Wait()
 	if o != nil {
 		b.WaitIdle(o)
-		r.CPUSeconds = o.cpuSeconds(b.T)
+		r.CPUSeconds = cpuOf(b.T, o.Cmd.Process.Pid)
 		r.PeakMiB, _ = o.RSS(b.T)
 		time.Sleep(5 * time.Second) // the measurement: memory once the burst has passed
 		_, r.SettledMiB = o.RSS(b.T)
 	}
 	r.APIRequests = b.apiRequests() - requests
 	b.AuditFlushed()
-	for _, w := range b.AuditFrom(auditFrom, func(r Request) bool { return r.User == c.user }) {
+	for _, w := range b.AuditFrom(auditFrom, func(r framework.Request) bool { return r.User == c.user }) {
 		switch res, _, _ := strings.Cut(w.Object, "/"); {
 		case w.Code == 409:
 			r.Conflicts++
@@ -1059,9 +945,9 @@ func (b *bench) contention() {
 		key     string
 		variant string
 	}
-	tries := []try{{oursKey, ""}, {leccionKey, ""}, {plainKey, ""}}
+	tries := []try{{results.Ours, ""}, {results.Leccion, ""}, {results.Plain, ""}}
 	for _, l := range b.sc.limits {
-		tries = append(tries, try{oursKey, l})
+		tries = append(tries, try{results.Ours, l})
 	}
 	b.rnd.Shuffle(len(tries), func(i, j int) { tries[i], tries[j] = tries[j], tries[i] })
 	for i, tr := range tries {
@@ -1132,7 +1018,7 @@ func (b *bench) sideApply(ns string) float64 {
 // take 4000 Pods; with replicas 0 Listo needs no Pod), shuffled at each N.
 func (b *bench) scale() {
 	for _, n := range b.sc.scaleNs {
-		for _, key := range b.order(oursKey, leccionKey) {
+		for _, key := range b.order(results.Ours, results.Leccion) {
 			if ns, ok := b.sc.scaleOf[key]; ok && !slices.Contains(ns, n) {
 				continue
 			}
@@ -1186,7 +1072,7 @@ func (b *bench) resetCluster(fsync string) {
 }
 
 func (b *bench) clusterSh(verb, fsync string) {
-	cmd := ClusterSh(verb)
+	cmd := framework.ClusterSh(verb)
 	if fsync != "" {
 		cmd.Env = append(cmd.Env, "ETCD_FSYNC="+fsync)
 	}
@@ -1211,17 +1097,17 @@ func (b *bench) memory() {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.T.Fatalf("building the operator without cache scoping: %v\n%s", err, out)
 	}
-	variants := map[string]*candidate{oursKey: b.candidates[oursKey], leccionKey: b.candidates[leccionKey], "unscoped": {key: oursKey, user: b.candidates[oursKey].user, kubeconfig: b.candidates[oursKey].kubeconfig, binary: unscoped}}
+	variants := map[string]*candidate{results.Ours: b.candidates[results.Ours], results.Leccion: b.candidates[results.Leccion], "unscoped": {key: results.Ours, user: b.candidates[results.Ours].user, kubeconfig: b.candidates[results.Ours].kubeconfig, binary: unscoped}}
 	measure := func(section string) {
 		for r := range b.sc.repeats {
-			for _, v := range b.order(oursKey, leccionKey, "unscoped") {
+			for _, v := range b.order(results.Ours, results.Leccion, "unscoped") {
 				c := variants[v]
 				o := b.startCandidate(c, "memory")
 				time.Sleep(5 * time.Second) // the measurement: memory once synced and settled
 				peak, settled := o.RSS(b.T)
-				cpu := o.cpuSeconds(b.T)
+				cpu := cpuOf(b.T, o.Cmd.Process.Pid)
 				o.Stop(b.T)
-				b.res.Runs = append(b.res.Runs, run{Section: section, Candidate: c.key, Variant: map[bool]string{true: "unscoped"}[v == "unscoped"], Repeat: r,
+				b.res.Runs = append(b.res.Runs, results.Run{Section: section, Candidate: c.key, Variant: map[bool]string{true: "unscoped"}[v == "unscoped"], Repeat: r,
 					PeakMiB: peak, SettledMiB: settled, CPUSeconds: cpu, Calibration: calibrate(), Load1: load1()})
 			}
 		}
@@ -1242,7 +1128,7 @@ func (b *bench) memory() {
 // steadyState converges sc.n Promociones with this operator, then starts a
 // fresh one on them: its resync and an idle while must cost zero writes.
 func (b *bench) steadyState() {
-	ours := b.candidates[oursKey]
+	ours := b.candidates[results.Ours]
 	ns := b.Namespace("bench-steady")
 	o := b.startCandidate(ours, "steady-first")
 	b.CreatePromociones(ns, b.sc.n, 0)
@@ -1269,17 +1155,17 @@ func (b *bench) steadyState() {
 // which releases the Lease) and times until the other's first reconcile;
 // with and without --leader-elect-warmup.
 func (b *bench) failover() {
-	ours := b.candidates[oursKey]
+	ours := b.candidates[results.Ours]
 	args := []string{"--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	for range b.sc.failovers {
 		for _, kill := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 			for _, warm := range b.rnd.Perm(2) {
 				a := append(slices.Clone(args), fmt.Sprintf("--leader-elect-warmup=%t", warm == 1))
-				leader := b.Start(Launch{Who: "failover-leader", Kubeconfig: ours.kubeconfig, Args: a})
+				leader := b.Start(framework.Launch{Who: "failover-leader", Kubeconfig: ours.kubeconfig, Args: a})
 				b.WaitMetric(leader, "controller_runtime_reconcile_total", 1)
-				standby := b.Start(Launch{Who: "failover-standby", Kubeconfig: ours.kubeconfig, Args: a})
-				b.WaitFor("the standby is up", Timeout, 20*time.Millisecond, func() error {
+				standby := b.Start(framework.Launch{Who: "failover-standby", Kubeconfig: ours.kubeconfig, Args: a})
+				b.WaitFor("the standby is up", framework.WaitTimeout, 20*time.Millisecond, func() error {
 					if standby.Metric("controller_runtime_reconcile_total", nil) < 0 {
 						return fmt.Errorf("no metrics yet")
 					}
@@ -1290,7 +1176,7 @@ func (b *bench) failover() {
 				_ = leader.Cmd.Process.Signal(kill)
 				<-leader.Done
 				took := b.WaitMetric(standby, "controller_runtime_reconcile_total", 1).Sub(killed)
-				b.res.Failover = append(b.res.Failover, failoverRun{map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[kill], warm == 1, float64(took.Microseconds()) / 1000})
+				b.res.Failover = append(b.res.Failover, results.FailoverRun{Kill: map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[kill], Warmup: warm == 1, Ms: float64(took.Microseconds()) / 1000})
 				standby.Stop(b.T)
 			}
 		}
@@ -1299,9 +1185,6 @@ func (b *bench) failover() {
 }
 
 // ----- helpers -----
-
-// cpuSeconds is the operator's user and system CPU time so far.
-func (o *Operator) cpuSeconds(t *testing.T) float64 { return cpuOf(t, o.Cmd.Process.Pid) }
 
 // cpuOf is a process's user and system CPU time so far.
 func cpuOf(t *testing.T, pid int) float64 {

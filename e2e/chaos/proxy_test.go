@@ -1,4 +1,4 @@
-package e2e
+package chaos
 
 // A fault proxy between an operator and the API server. The operator's
 // kubeconfig names the proxy, in plain HTTP on loopback; the proxy speaks TLS
@@ -76,7 +76,7 @@ type proxy struct {
 
 // startProxy starts a proxy in front of the tests' API server, speaking for
 // the ServiceAccount sa of default.
-func (l *Lesson) startProxy(sa string) *proxy {
+func (l *lesson) startProxy(sa string) *proxy {
 	l.T.Helper()
 	token := l.Kubectl("create", "token", sa, "-n", "default", "--duration=2h")
 	cfg := l.RestConfig(l.Kubeconfig)
@@ -362,7 +362,7 @@ func (a *afterAnswer) Flush() {
 }
 
 // kubeconfig writes a kubeconfig that reaches the API server through the proxy.
-func (p *proxy) kubeconfig(l *Lesson) string {
+func (p *proxy) kubeconfig(l *lesson) string {
 	l.T.Helper()
 	path := filepath.Join(l.Tmp, "proxy-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1

@@ -1,4 +1,4 @@
-package e2e
+package lesson
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +24,11 @@ import (
 )
 
 func TestLesson(t *testing.T) {
-	l := NewLesson(t)
+	l := newLesson(t)
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 
 	l.Step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
-	o := l.Start(Launch{Who: "admin", Args: []string{"--web-image=" + WebImage}})
+	o := l.Start(framework.Launch{Who: "admin", Args: []string{"--web-image=" + framework.WebImage}})
 	l.Eventually("the operator starts its watches", func() error {
 		return o.LogHas(
 			`kind source: \*main.Promocion`, `kind source: \*v1.Deployment`,
@@ -41,34 +42,34 @@ func TestLesson(t *testing.T) {
 	l.Step("2", "the status: kubectl get promociones")
 	l.waitForRow("3", "3", "Listo")
 	all := l.Kubectl("get", "all")
-	for _, want := range []string{"deployment.apps/" + Name, "service/" + Name, "replicaset.apps/" + Name} {
+	for _, want := range []string{"deployment.apps/" + framework.LessonName, "service/" + framework.LessonName, "replicaset.apps/" + framework.LessonName} {
 		if !strings.Contains(all, want) {
 			t.Errorf("kubectl get all lacks %s:\n%s", want, all)
 		}
 	}
-	l.Kubectl("get", "configmap", Name+"-html")
+	l.Kubectl("get", "configmap", framework.LessonName+"-html")
 	l.Eventually("3 pods Running", func() error {
-		phases := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].status.phase}")
+		phases := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "jsonpath={.items[*].status.phase}")
 		if phases != "Running Running Running" {
 			return fmt.Errorf("pod phases %q", phases)
 		}
 		return nil
 	})
-	l.Logf("%s", l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status}"))
+	l.Logf("%s", l.Kubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status}"))
 	if explain := l.Kubectl("explain", "promocion.spec"); !strings.Contains(explain, "banner") || !strings.Contains(explain, "replicas") {
 		t.Errorf("kubectl explain promocion.spec:\n%s", explain)
 	}
-	describe := l.Kubectl("describe", "promocion", Name)
+	describe := l.Kubectl("describe", "promocion", framework.LessonName)
 	if want := "Created ConfigMap rebajas-verano-html, Deployment rebajas-verano and Service rebajas-verano"; !strings.Contains(describe, want) {
 		t.Errorf("kubectl describe promocion lacks the event %q:\n%s", want, describe)
 	}
-	l.Logf("kubectl describe promocion %s tells the story:\n%s", Name, describe[max(strings.Index(describe, "Events:"), 0):])
+	l.Logf("kubectl describe promocion %s tells the story:\n%s", framework.LessonName, describe[max(strings.Index(describe, "Events:"), 0):])
 	for path, want := range map[string]string{
 		o.ProbesURL + "/healthz":  "ok",
 		o.ProbesURL + "/readyz":   "ok",
 		o.MetricsURL + "/metrics": `controller_runtime_reconcile_total{controller="promocion",result="success"}`,
 	} {
-		if body := HTTPGet(t, path); !strings.Contains(body, want) {
+		if body := framework.HTTPGet(t, path); !strings.Contains(body, want) {
 			t.Errorf("GET %s: no %q in:\n%.500s", path, want, body)
 		}
 	}
@@ -77,9 +78,9 @@ func TestLesson(t *testing.T) {
 	l.Step("3", "break it: kubectl delete deployment, kubectl scale")
 	took := l.timeRecreation()
 	l.Logf("FIGURE recovery: %s from the delete request to the new Deployment's watch event", took.Round(time.Millisecond))
-	l.Kubectl("scale", "deployment", Name, "--replicas=1")
+	l.Kubectl("scale", "deployment", framework.LessonName, "--replicas=1")
 	l.Eventually("the Deployment goes back to 3 replicas", func() error {
-		if r := l.Kubectl("get", "deployment", Name, "-o", "jsonpath={.spec.replicas}"); r != "3" {
+		if r := l.Kubectl("get", "deployment", framework.LessonName, "-o", "jsonpath={.spec.replicas}"); r != "3" {
 			return fmt.Errorf("spec.replicas %s", r)
 		}
 		return nil
@@ -91,10 +92,10 @@ func TestLesson(t *testing.T) {
 	l.Step("5", "the operator as its ServiceAccount, without RBAC")
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sa.yaml"))
 	saConfig := l.ServiceAccountKubeconfig("operador-promociones")
-	l.Kubectl("delete", "service", Name) // work for it to do, once it may
-	o = l.Start(Launch{Who: "serviceaccount", Kubeconfig: saConfig, Args: []string{"--web-image=" + WebImage}})
+	l.Kubectl("delete", "service", framework.LessonName) // work for it to do, once it may
+	o = l.Start(framework.Launch{Who: "serviceaccount", Kubeconfig: saConfig, Args: []string{"--web-image=" + framework.WebImage}})
 	// Refused, then refused again on its next try: alive, and still unable to act.
-	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(SA) + `\\" cannot list`
+	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(framework.OperatorUser) + `\\" cannot list`
 	l.Eventually("the API server refuses the operator", func() error { return o.LogHas(refused) })
 	first := o.LogLines(refused)
 	l.Eventually("the operator tries again, and is refused again", func() error {
@@ -103,14 +104,14 @@ func TestLesson(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := l.TryKubectl("get", "service", Name); err == nil {
+	if _, err := l.TryKubectl("get", "service", framework.LessonName); err == nil {
 		t.Errorf("the Service was recreated by an operator with no permissions")
 	}
 	l.Logf("forbidden, and the deleted Service stays deleted")
 
 	l.Step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
-	l.Eventually("the Service is back", func() error { _, err := l.TryKubectl("get", "service", Name); return err })
+	l.Eventually("the Service is back", func() error { _, err := l.TryKubectl("get", "service", framework.LessonName); return err })
 	if o.Exited() {
 		t.Errorf("the operator restarted or died: %v", o.Err)
 	}
@@ -118,12 +119,12 @@ func TestLesson(t *testing.T) {
 	// checks each, as the ServiceAccount.
 	canI := func(args []string, want string) {
 		t.Helper()
-		l.ExpectCanI(SA, want, args...)
+		l.ExpectCanI(framework.OperatorUser, want, args...)
 	}
 	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
 		want := map[bool]string{true: "yes", false: "no"}
-		for _, child := range []string{"deployments.apps", "services", "configmaps"} {
-			canI([]string{verb, child, "-A"}, want[verb != "patch"]) // delete: to set ownerReferences, never sent
+		for _, child := range framework.Children() {
+			canI([]string{verb, child.Resource, "-A"}, want[verb != "patch"]) // delete: to set ownerReferences, never sent
 		}
 		canI([]string{verb, "promociones.tienda.example.com", "-A"}, want[verb == "get" || verb == "list" || verb == "watch"])
 		canI([]string{verb, "promociones.tienda.example.com", "--subresource=status", "-A"}, want[verb == "update"])
@@ -142,8 +143,8 @@ func TestLesson(t *testing.T) {
 
 	l.Step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
 	uids := l.uids()
-	l.Kubectl("delete", "deployment/"+Name, "service/"+Name, "configmap/"+Name+"-html")
-	l.Eventually("all three are back, as new objects", func() error {
+	l.Kubectl(append([]string{"delete"}, framework.ChildRefs(framework.LessonName)...)...)
+	l.Eventually("every child is back, as a new object", func() error {
 		now := l.uids()
 		for kind, old := range uids {
 			if now[kind] == "" || now[kind] == old {
@@ -155,27 +156,27 @@ func TestLesson(t *testing.T) {
 
 	l.Step("8", "the Promocion is the source of truth: replicas 5")
 	watchOut := l.watchPromociones()
-	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
+	l.Kubectl("patch", "promocion", framework.LessonName, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
 	if row := l.row(); row[2] != "5" {
 		t.Errorf("DESEADAS is %s right after the patch, want 5", row[2])
 	}
 	l.waitForRow("5", "5", "Listo")
 	seen := watchOut()
 	l.Logf("kubectl get promociones -w printed:\n%s", seen)
-	if !regexp.MustCompile(`(?m)^` + Name + `\s+\S+\s+5\s+\d+\s+Desplegando\s`).MatchString(seen) {
+	if !regexp.MustCompile(`(?m)^` + framework.LessonName + `\s+\S+\s+5\s+\d+\s+Desplegando\s`).MatchString(seen) {
 		t.Errorf("FASE never showed Desplegando with DESEADAS 5")
 	}
-	l.Kubectl("wait", "--for=condition=Ready", "promocion/"+Name, "--timeout=60s")
-	l.Logf("kubectl wait --for=condition=Ready promocion/%s: condition met", Name)
+	l.Kubectl("wait", "--for=condition=Ready", "promocion/"+framework.LessonName, "--timeout=60s")
+	l.Logf("kubectl wait --for=condition=Ready promocion/%s: condition met", framework.LessonName)
 
 	l.Step("8b", "a new banner rolls the pods, so they serve the new page at once")
-	oldPods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name, "-o", "jsonpath={.items[*].metadata.name}")
-	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
+	oldPods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "jsonpath={.items[*].metadata.name}")
+	l.Kubectl("patch", "promocion", framework.LessonName, "--type=merge", "-p", `{"spec":{"banner":"Rebajas de invierno"}}`)
 	l.Eventually("every pod replaced by one of the new template, and Listo", func() error {
-		if page := l.Kubectl("get", "configmap", Name+"-html", "-o", "jsonpath={.data.index\\.html}"); !strings.Contains(page, "<h1>Rebajas de invierno</h1>") {
+		if page := l.Kubectl("get", "configmap", framework.LessonName+"-html", "-o", "jsonpath={.data.index\\.html}"); !strings.Contains(page, "<h1>Rebajas de invierno</h1>") {
 			return fmt.Errorf("page %q", page)
 		}
-		pods := strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+Name,
+		pods := strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName,
 			"--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].metadata.name}"))
 		if len(pods) != 5 {
 			return fmt.Errorf("%d running pods", len(pods))
@@ -185,20 +186,20 @@ func TestLesson(t *testing.T) {
 				return fmt.Errorf("pod %s is from before the change", p)
 			}
 		}
-		if f := l.Kubectl("get", "promocion", Name, "-o", "jsonpath={.status.fase}"); f != "Listo" {
+		if f := l.Kubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); f != "Listo" {
 			return fmt.Errorf("fase %s", f)
 		}
 		return nil
 	})
-	l.Kubectl("patch", "promocion", Name, "--type=merge", "-p", `{"spec":{"banner":"`+Banner+`"}}`)
+	l.Kubectl("patch", "promocion", framework.LessonName, "--type=merge", "-p", `{"spec":{"banner":"`+framework.LessonBanner+`"}}`)
 	l.waitForRow("5", "5", "Listo")
 
 	l.Step("9", "kubectl delete promocion: the garbage collector removes everything")
-	l.Kubectl("delete", "promocion", Name)
+	l.Kubectl("delete", "promocion", framework.LessonName)
 	l.Eventually("the children are gone", func() error {
 		for _, args := range [][]string{
-			{"deployment", Name}, {"service", Name}, {"configmap", Name + "-html"},
-			{"replicasets,pods", "-l", "tienda.example.com/promocion=" + Name},
+			append([]string{"--ignore-not-found"}, framework.ChildRefs(framework.LessonName)...),
+			{"replicasets,pods", "-l", "tienda.example.com/promocion=" + framework.LessonName},
 		} {
 			out, err := l.TryKubectl(append([]string{"get", "-o", "name"}, args...)...)
 			if err == nil && out != "" {
@@ -213,28 +214,28 @@ func TestLesson(t *testing.T) {
 
 // row is rebajas-verano's row of `kubectl get promociones`, after checking the
 // lesson's columns.
-func (l *Lesson) row() []string {
+func (l *lesson) row() []string {
 	l.T.Helper()
 	lines := strings.Split(l.Kubectl("get", "promociones"), "\n")
 	if got := strings.Join(strings.Fields(lines[0]), " "); got != "NAME BANNER DESEADAS LISTAS FASE EDAD" {
 		l.T.Fatalf("kubectl get promociones has the columns %q", got)
 	}
 	for _, line := range lines[1:] {
-		if f := strings.Fields(line); len(f) == 6 && f[0] == Name {
+		if f := strings.Fields(line); len(f) == 6 && f[0] == framework.LessonName {
 			return f
 		}
 	}
-	l.T.Fatalf("no complete row for %s in:\n%s", Name, strings.Join(lines, "\n"))
+	l.T.Fatalf("no complete row for %s in:\n%s", framework.LessonName, strings.Join(lines, "\n"))
 	return nil
 }
 
-func (l *Lesson) waitForRow(deseadas, listas, fase string) {
+func (l *lesson) waitForRow(deseadas, listas, fase string) {
 	l.T.Helper()
 	l.Eventually(fmt.Sprintf("kubectl get promociones shows %s %s %s", deseadas, listas, fase), func() error {
 		lines := strings.Split(l.Kubectl("get", "promociones"), "\n")
 		for _, line := range lines[1:] {
 			f := strings.Fields(line)
-			if len(f) == 6 && f[0] == Name && f[1] == Banner && f[2] == deseadas && f[3] == listas && f[4] == fase {
+			if len(f) == 6 && f[0] == framework.LessonName && f[1] == framework.LessonBanner && f[2] == deseadas && f[3] == listas && f[4] == fase {
 				l.Logf("%s\n    %s", lines[0], line)
 				return nil
 			}
@@ -245,17 +246,17 @@ func (l *Lesson) waitForRow(deseadas, listas, fase string) {
 
 // watchPromociones runs `kubectl get promociones -w` until the returned
 // function is called, which returns what it printed.
-func (l *Lesson) watchPromociones() func() string {
+func (l *lesson) watchPromociones() func() string {
 	l.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, l.KubectlBin, "--kubeconfig", l.Kubeconfig, "get", "promociones", "-w")
-	var out SyncBuffer
+	var out framework.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		l.T.Fatal(err)
 	}
 	l.Eventually("kubectl get promociones -w prints the current row", func() error {
-		if !strings.Contains(out.String(), Name) {
+		if !strings.Contains(out.String(), framework.LessonName) {
 			return errors.New("nothing yet")
 		}
 		return nil
@@ -271,18 +272,18 @@ func (l *Lesson) watchPromociones() func() string {
 // returns the time from the delete request to the watch event of the
 // operator's new Deployment. kubectl's own start-up would swamp the figure, so
 // the request is made here.
-func (l *Lesson) timeRecreation() time.Duration {
+func (l *lesson) timeRecreation() time.Duration {
 	l.T.Helper()
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: "default"}}
-	took := RecreationTime(l.T, l.C, &appsv1.DeploymentList{}, dep, nil)
-	l.Logf("deployment.apps/%s deleted and back", Name)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: framework.LessonName, Namespace: "default"}}
+	took := framework.RecreationTime(l.T, l.C, &appsv1.DeploymentList{}, dep, nil)
+	l.Logf("deployment.apps/%s deleted and back", framework.LessonName)
 	return took
 }
 
-func (l *Lesson) uids() map[string]string {
+func (l *lesson) uids() map[string]string {
 	l.T.Helper()
 	uids := map[string]string{}
-	for _, obj := range []string{"deployment/" + Name, "service/" + Name, "configmap/" + Name + "-html"} {
+	for _, obj := range framework.ChildRefs(framework.LessonName) {
 		uids[obj], _ = l.TryKubectl("get", obj, "-o", "jsonpath={.metadata.uid}")
 	}
 	return uids
@@ -290,7 +291,7 @@ func (l *Lesson) uids() map[string]string {
 
 // assertNoDeleteInOperator checks the claim of Step 9: the cleanup is the
 // garbage collector's, the operator's code has no Delete call.
-func (l *Lesson) assertNoDeleteInOperator() {
+func (l *lesson) assertNoDeleteInOperator() {
 	l.T.Helper()
 	// Both builds, so that every file is read: the default one and the one
 	// with every other build tag (the bench's variants).

@@ -1,9 +1,9 @@
-package e2e
+package framework
 
-// The one harness of every e2e test: a lesson is a test's view of the shared
-// cluster (kubectl, a client, a folder for logs); it starts operator
-// processes, waits for things to become true, and reads what the operator and
-// the API server recorded (metrics, logs, the audit log).
+// A Lesson is a test's view of its suite's cluster (kubectl, a client, a
+// folder for logs); it starts operator processes, waits for things to become
+// true, and reads what the operator and the API server recorded (metrics,
+// logs, the audit log).
 
 import (
 	"bufio"
@@ -37,14 +37,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// The lesson's Promocion, the operator's ServiceAccount as the API server
+// names it, and how long a test waits for a thing to become true.
 const (
-	Name    = "rebajas-verano"
-	Banner  = "https://tienda.example.com"
-	SA      = "system:serviceaccount:default:operador-promociones"
-	Timeout = 90 * time.Second
+	LessonName   = "rebajas-verano"
+	LessonBanner = "https://tienda.example.com"
+	OperatorUser = "system:serviceaccount:default:operador-promociones"
+	WaitTimeout  = 90 * time.Second
 )
 
-// Lesson is one test's view of the shared cluster.
+// Lesson is one test's view of its suite's cluster.
 type Lesson struct {
 	T          *testing.T
 	Root, Tmp  string
@@ -165,7 +167,7 @@ func (l *Lesson) WaitFor(what string, within, every time.Duration, check func() 
 
 func (l *Lesson) Eventually(what string, check func() error) {
 	l.T.Helper()
-	l.WaitFor(what, Timeout, 100*time.Millisecond, check)
+	l.WaitFor(what, WaitTimeout, 100*time.Millisecond, check)
 }
 
 func (l *Lesson) dumpOnFailure() {
@@ -333,7 +335,7 @@ func (o *Operator) LogLines(pattern string) int {
 // it first saw it.
 func (l *Lesson) WaitForLog(o *Operator, what, pattern string) time.Time {
 	l.T.Helper()
-	return l.WaitFor(what, Timeout, 20*time.Millisecond, func() error { return o.LogHas(pattern) })
+	return l.WaitFor(what, WaitTimeout, 20*time.Millisecond, func() error { return o.LogHas(pattern) })
 }
 
 // Metric adds up the samples of a Prometheus Metric whose labels match (all
@@ -392,7 +394,7 @@ func (l *Lesson) WaitMetric(o *Operator, name string, min float64) time.Time {
 // over, what came before.
 func (l *Lesson) WaitIdle(o *Operator) {
 	l.T.Helper()
-	l.WaitFor("the operator has nothing queued or in progress", Timeout, 50*time.Millisecond, func() error {
+	l.WaitFor("the operator has nothing queued or in progress", WaitTimeout, 50*time.Millisecond, func() error {
 		queued := o.Metric("workqueue_depth", func(l string) bool { return strings.Contains(l, `name="promocion"`) })
 		working := o.Metric("controller_runtime_active_workers", func(l string) bool { return strings.Contains(l, `controller="promocion"`) })
 		if queued != 0 || working != 0 {
@@ -770,7 +772,7 @@ func (l *Lesson) LeaseAcquired() time.Time {
 // delete has returned.
 func RecreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, obj client.Object, recreate func() error) time.Duration {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
 	defer cancel()
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatal(err)
@@ -796,6 +798,6 @@ func RecreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, ob
 			return time.Since(start)
 		}
 	}
-	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), Timeout)
+	t.Fatalf("%s %s did not come back within %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), WaitTimeout)
 	return 0
 }

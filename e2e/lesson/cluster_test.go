@@ -1,9 +1,10 @@
-package e2e
+package lesson
 
 import (
 	"bytes"
 	"fmt"
 	"net"
+	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 // nothing behind: here, once for a port in use and once for a binary that dies,
 // with and without the real node.
 func TestClusterFailsCleanly(t *testing.T) {
-	root, _ := filepath.Abs("..")
+	root := framework.Env.Root
 	modes := []string{"none"}
-	if Env.RealNode {
+	if framework.Env.RealNode {
 		modes = append(modes, "real")
 	}
 	for _, node := range modes {

@@ -1,10 +1,13 @@
-// Package e2e walks through the lesson, Steps 1 to 9, on a real cluster
-// (hack/cluster.sh: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, a real node running containerd and the kubelet, and kwok's
-// fake nodes), with the real operator binary, its image, and kubectl, and
-// checks what the lesson tells the learner to look at. Run it with `make e2e`;
-// -v shows each step as it happens.
-package e2e
+// Package framework is the one harness of the end-to-end suites (e2e/lesson,
+// e2e/chaos, e2e/bench), as Cluster API keeps test/framework apart from its
+// suites: each suite's TestMain calls Main, which builds the operator and
+// starts a cluster of the suite's own (hack/cluster.sh: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok's fake nodes,
+// and for the lesson a real node running containerd and the kubelet); a test
+// gets its view of it from NewLesson, which starts operator processes, waits
+// for things to become true, and reads what the operator and the API server
+// recorded (metrics, logs, the audit log).
+package framework
 
 import (
 	"bytes"
@@ -23,30 +26,50 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Env is the cluster and binaries every test shares. TestMain builds the
-// operator once and starts one cluster, beside any `make cluster` a developer runs.
+// Env is the suite's cluster and binaries, shared by its tests. Main builds
+// them and starts the cluster, beside any `make cluster` a developer runs.
 var Env struct {
 	Root, KubectlBin, Kubeconfig, Operator string
-	Oracle, Unfenced                       string // test-only builds of the operator (oracle.go, fence_off.go)
-	Leccion                                string // the lesson's operator, the benchmark's peer (testdata/leccion)
+	Oracle, Unfenced                       string // test-only builds of the operator (oracle_cli.go, fence_off.go)
+	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
 	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
+	Port                                   int    // its API server's
 	// RealNode: the cluster has node-real, where the Pods of namespaces not
-	// marked for kwok run for real (CLUSTER_NODE=none leaves it out).
+	// marked for kwok run for real.
 	RealNode bool
 }
 
-// ClusterSh runs hack/cluster.sh on the tests' cluster.
+// Options say what cluster a suite runs on.
+type Options struct {
+	// Name names the suite's cluster folder, $TMPDIR/operador-e2e-NAME: a run
+	// killed before its cleanup is taken down by the next, not left to break it.
+	Name string
+	// Port is its API server's; etcd takes the next two. Each suite has its
+	// own, so that suites may run side by side (make e2e runs them one at a time).
+	Port int
+	// RealNode asks for node-real beside kwok's nodes, unless CLUSTER_NODE=none.
+	RealNode bool
+	// Unfenced and Leccion ask for those builds too (Env); the operator and
+	// the oracle are always built.
+	Unfenced, Leccion bool
+}
+
+// ClusterSh runs hack/cluster.sh on the suite's cluster.
 func ClusterSh(args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(Env.Root, "hack", "cluster.sh"), args...)
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+Env.ClusterDir, "CLUSTER_PORT=17443")
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+Env.ClusterDir, fmt.Sprintf("CLUSTER_PORT=%d", Env.Port))
+	if !Env.RealNode {
+		cmd.Env = append(cmd.Env, "CLUSTER_NODE=none")
+	}
 	return cmd
 }
 
 // WebImage is the local stand-in for the default web image, on node-real.
 const WebImage = "localhost/nginx-unprivileged:debian"
 
-func TestMain(m *testing.M) {
-	code, err := runE2E(m)
+// Main runs a suite's tests on a cluster of its own, and exits: a suite's TestMain.
+func Main(m *testing.M, o Options) {
+	code, err := runSuite(m, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		code = 1
@@ -54,12 +77,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func runE2E(m *testing.M) (int, error) {
-	if file := os.Getenv("BENCH_RESULTS"); file != "" {
-		return 0, benchReport(file, os.Getenv("BENCH_REPORT"))
-	}
+func runSuite(m *testing.M, o Options) (int, error) {
 	log.SetLogger(logr.Discard()) // the tests' clients have nothing to log
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return 1, err
 	}
@@ -86,21 +106,29 @@ func runE2E(m *testing.M) (int, error) {
 	// the same code with oracle.go; and the same without the leader fence.
 	Env.Operator, Env.Oracle, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
 	Env.Leccion = filepath.Join(tmp, "leccion")
-	for _, b := range []struct{ bin, tags, pkg string }{
-		{Env.Operator, "", "."}, {Env.Oracle, "oracle", "."}, {Env.Unfenced, "nofence", "."},
-		{Env.Leccion, "", "./e2e/testdata/leccion"},
+	for _, b := range []struct {
+		bin, tags, pkg string
+		want           bool
+	}{
+		{Env.Operator, "", ".", true}, {Env.Oracle, "oracle", ".", true}, {Env.Unfenced, "nofence", ".", o.Unfenced},
+		{Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion},
 	} {
+		if !b.want {
+			continue
+		}
 		build := exec.Command("go", "build", "-tags", b.tags, "-o", b.bin, b.pkg)
 		build.Dir = root
 		if _, err := run(build); err != nil {
 			return 1, err
 		}
 	}
+	if childTable, err = readChildren(Env.Oracle); err != nil {
+		return 1, err
+	}
 
-	// One folder and one port for every run: a run killed before its cleanup
-	// (kill -9, a timeout's panic) is taken down here, not left to break this one.
-	Env.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-cluster")
-	Env.RealNode = os.Getenv("CLUSTER_NODE") != "none"
+	Env.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-"+o.Name)
+	Env.Port = o.Port
+	Env.RealNode = o.RealNode && os.Getenv("CLUSTER_NODE") != "none"
 	if _, err := run(ClusterSh("down")); err != nil {
 		return 1, err
 	}
@@ -139,7 +167,7 @@ func runE2E(m *testing.M) (int, error) {
 	if err := Poll(time.Minute, 200*time.Millisecond, func() error {
 		out, err := kubectl("get", "crd/promociones.tienda.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		if err == nil && out != "True" {
-			err = fmt.Errorf("Established: %q", out)
+			err = fmt.Errorf("the CRD's condition Established is %q", out)
 		}
 		return err
 	}); err != nil {

@@ -1,0 +1,139 @@
+// Package results is what the benchmark measures, as it writes it into
+// bench-results.json: its one description. The benchmark (e2e/bench) writes
+// it and its report, and hack/plots draws from it.
+package results
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// The candidates' keys, in the report's order.
+const (
+	Ours    = "ours"
+	Leccion = "leccion"
+	Plain   = "plain"
+)
+
+var CandidateNames = map[string]string{Ours: "operador-promociones", Leccion: "the lesson's operator", Plain: "plain client"}
+
+// Results is everything measured; the report and the plots (hack/plots) are
+// made from it alone.
+type Results struct {
+	Scale    string           `json:"scale"`
+	Seed     uint64           `json:"seed"`
+	Started  time.Time        `json:"started"`
+	Took     string           `json:"took"`
+	Machine  string           `json:"machine"`
+	Cores    int              `json:"cores"`
+	Cluster  []Component      `json:"cluster"`
+	Recovery []RecoverySample `json:"recovery"`
+	Inside   []Inside         `json:"inside"`
+	Runs     []Run            `json:"runs"`
+	Failover []FailoverRun    `json:"failover"`
+	Noise    []Noise          `json:"noise"` // taken before each recovery round, beside each run's own
+	Notes    []string         `json:"notes"`
+	Sections []SectionTime    `json:"sections"` // how long each section took
+	Parts    []string         `json:"parts"`    // the runs whose sections this holds: when, which, seed
+
+}
+
+type Noise struct {
+	Calibration float64 `json:"calibration_ms"`
+	Load1       float64 `json:"load1"`
+}
+
+type SectionTime struct {
+	Name    string  `json:"name"`
+	Minutes float64 `json:"minutes"`
+}
+
+type Component struct {
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+type RecoverySample struct {
+	Candidate  string  `json:"candidate"`
+	Kind       string  `json:"kind"`
+	Loaded     bool    `json:"loaded"`
+	Converging bool    `json:"converging"` // under load: it was back before the load had all converged
+	Round      int     `json:"round"`
+	Ms         float64 `json:"ms"`
+}
+
+// Run is one convergence: N Promociones created at once, followed until all
+// are Listo.
+type Run struct {
+	Section   string  `json:"section"` // headline, contention, qps, scale, fsync
+	Candidate string  `json:"candidate"`
+	Variant   string  `json:"variant,omitempty"`
+	N         int     `json:"n"`
+	Replicas  int     `json:"replicas"`
+	Repeat    int     `json:"repeat"`
+	Written   float64 `json:"written_s"` // every Promocion has its children and a status
+	Listo     float64 `json:"listo_s"`   // every Promocion is Listo
+	// Writes by the candidate's ServiceAccount, from the audit log.
+	Children, ChildUpdates, Status, Events, Leases, Other, Conflicts int
+	APIRequests                                                      float64 `json:"api_requests"` // the API server's, all clients
+	CPUSeconds, PeakMiB, SettledMiB                                  float64
+	SideApply                                                        float64 `json:"side_apply_s,omitempty"` // a user's kubectl apply, in a contended run
+	Flood                                                            float64 `json:"flood_per_s,omitempty"`  // the flooding client's lists answered per second
+	Calibration                                                      float64 `json:"calibration_ms"`
+	Load1                                                            float64 `json:"load1"`
+	// CPU-seconds from the start to the last Listo, by process: the cluster's
+	// components, the operator, and the harness (its watches and creates).
+	CPUToListo map[string]float64 `json:"cpu_to_listo_s,omitempty"`
+}
+
+// Inside is where an operator's time went during a round's idle recoveries,
+// from its controller-runtime metrics: means per reconcile.
+type Inside struct {
+	Candidate   string  `json:"candidate"`
+	Round       int     `json:"round"`
+	Reconciles  float64 `json:"reconciles"`
+	QueuedMs    float64 `json:"queued_ms"`     // from queued to taken by a worker
+	ReconcileMs float64 `json:"reconcile_ms"`  // Reconcile itself
+	WaitMs      float64 `json:"cache_wait_ms"` // of which waiting for the cache to hold the operator's own writes, per Get
+	Gets        float64 `json:"cache_gets"`
+}
+
+type FailoverRun struct {
+	Kill   string  `json:"kill"` // SIGKILL or SIGTERM
+	Warmup bool    `json:"warmup"`
+	Ms     float64 `json:"ms"`
+}
+
+// Drop removes what was measured for section, and its name from the parts.
+func (r *Results) Drop(section string) {
+	r.Runs = slices.DeleteFunc(r.Runs, func(x Run) bool { return x.Section == section || strings.HasPrefix(x.Section, section+"-") })
+	if note, ok := map[string]string{"contention": "alone-apply=", "steady": "steady=", "fsync": "fsync-etcd="}[section]; ok {
+		r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, note) })
+	}
+	switch section {
+	case "recovery":
+		r.Recovery, r.Inside, r.Noise = nil, nil, nil
+	case "failover":
+		r.Failover = nil
+	}
+	r.Sections = slices.DeleteFunc(r.Sections, func(s SectionTime) bool { return s.Name == section })
+	var parts []string
+	for _, p := range r.Parts {
+		run, secs, _ := strings.Cut(p, "): ")
+		if left := slices.DeleteFunc(strings.Split(secs, ", "), func(s string) bool { return s == section }); len(left) > 0 {
+			parts = append(parts, run+"): "+strings.Join(left, ", "))
+		}
+	}
+	r.Parts = parts
+}
+
+// TotalCPUToListo is the CPU-seconds of every process measured, from the start to
+// the last Listo.
+func (x Run) TotalCPUToListo() float64 {
+	t := 0.0
+	for _, v := range x.CPUToListo {
+		t += v
+	}
+	return t
+}

@@ -1,0 +1,20 @@
+// Package chaos is the reliability suite (`make chaos`, and a short run in
+// `make test`): faults injected on purpose into the operator, its connection
+// to the API server and the cluster, each case ending with the oracle
+// (oracle.go) and a quiet period. RELIABILITY.md explains it.
+package chaos
+
+import (
+	"testing"
+
+	"operador-promociones/e2e/framework"
+)
+
+func TestMain(m *testing.M) {
+	framework.Main(m, framework.Options{Name: "chaos", Port: 17743, Unfenced: true})
+}
+
+// lesson is the framework's Lesson, with this suite's faults as its methods.
+type lesson struct{ *framework.Lesson }
+
+func newLesson(t *testing.T) *lesson { return &lesson{framework.NewLesson(t)} }
