@@ -178,6 +178,18 @@ func (l *Lesson) dumpOnFailure() {
 		b, _ := os.ReadFile(f)
 		l.T.Logf("----- operator log %s -----\n%s", filepath.Base(f), b)
 	}
+	// With the API server gone, kubectl has nothing to say, and what CI
+	// shows of a failure is its end: say so once, and end with the control
+	// plane's own last words instead.
+	if _, err := l.TryKubectl("get", "--raw", "/readyz"); err != nil {
+		l.T.Logf("----- the API server does not answer (%v); the control plane's logs end with -----", err)
+		logs, _ := filepath.Glob(filepath.Join(Env.ClusterDir, "logs", "*.log"))
+		for _, f := range logs {
+			b, _ := os.ReadFile(f)
+			l.T.Logf("----- %s -----\n%s", filepath.Base(f), LastLines(string(b), 15))
+		}
+		return
+	}
 	for _, args := range [][]string{
 		{"get", "all,cm,promociones", "-o", "wide"},
 		{"get", "events", "--sort-by=.lastTimestamp"},
@@ -186,6 +198,12 @@ func (l *Lesson) dumpOnFailure() {
 		out, err := l.TryKubectl(args...)
 		l.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
 	}
+}
+
+// LastLines is the end of s, n lines of it.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // ----- operator processes -----

@@ -364,7 +364,7 @@ func (l *lesson) chromium(args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		l.T.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 10))
+		l.T.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, framework.LastLines(stderr.String(), 10))
 	}
 	return string(out)
 }
@@ -385,9 +385,4 @@ func (l *lesson) nodeContainers(promocion string) []string {
 		}
 	}
 	return mine
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

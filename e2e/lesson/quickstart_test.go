@@ -28,7 +28,7 @@ func TestQuickStart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("make %s: %v\n%s", target, err, out)
 		}
-		l.Logf("make %s:\n%s", target, lastLines(string(out), 12))
+		l.Logf("make %s:\n%s", target, framework.LastLines(string(out), 12))
 	}
 	t.Cleanup(func() { runMake("cluster-down") })
 	runMake("dev")
