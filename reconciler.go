@@ -47,6 +47,11 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	var promo Promocion
 	if err := r.Get(ctx, req.NamespacedName, &promo); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The lesson's Step 9: the Promocion was deleted, and its children
+			// go with it, by their ownerReferences, without a Delete from here.
+			log.FromContext(ctx).Info("Promocion gone: the garbage collector removes its children")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !promo.DeletionTimestamp.IsZero() {
@@ -84,7 +89,7 @@ const reconcileTimeout = 10 * time.Second
 // same handler, EnqueueRequestForOwner of the controller owner), wrapped so
 // that a deleted child's Promocion goes ahead of the queue.
 func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner())}
+	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner()), mgr.GetCache()}
 	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{})
 	for _, k := range childKinds {
 		b = b.Watches(k.New(), owns)
@@ -204,9 +209,26 @@ const repairPriority = 100
 // repairFirst queues the owner of a deleted child at repairPriority: a live
 // shop without its Service is an outage now, while a thousand new Promociones
 // in the queue are only waiting. Other events keep their usual priority.
-type repairFirst struct{ handler.EventHandler }
+//
+// A child deleted after its Promocion is the garbage collector at work, not
+// damage: it queues nothing, so that deleting a thousand Promociones does not
+// put three thousand repairs of nothing ahead of the live ones, and Step 9's
+// line is logged once per Promocion.
+type repairFirst struct {
+	handler.EventHandler
+	// The cache. It has nearly always seen the Promocion go before the
+	// children that the garbage collector deletes after it; when it has not,
+	// the Promocion is queued as before, and Reconcile finds it gone or going.
+	promociones client.Reader
+}
 
 func (h repairFirst) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if owner := metav1.GetControllerOf(e.Object); owner != nil && owner.APIVersion == GroupVersion.String() && owner.Kind == "Promocion" {
+		err := h.promociones.Get(ctx, client.ObjectKey{Namespace: e.Object.GetNamespace(), Name: owner.Name}, &Promocion{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+	}
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		q = atPriority{pq, repairPriority}
 	}

@@ -208,6 +208,12 @@ func TestLesson(t *testing.T) {
 		}
 		return nil
 	})
+	gone := `Promocion gone: the garbage collector removes its children.*"name": "` + framework.LessonName + `"`
+	l.WaitForLog(o, "the operator's last reconciliation finds the Promocion gone, and says so", gone)
+	if n := o.LogLines(gone); n != 1 {
+		t.Errorf("%d lines say that %s is gone, want one: the children deleted after it queue nothing", n, framework.LessonName)
+	}
+	l.Logf("%s", o.FirstLine(gone))
 	l.assertNoDeleteInOperator()
 	o.Stop(t)
 }
