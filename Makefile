@@ -13,7 +13,7 @@ CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run install uninstall build-installer deploy undeploy image docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,6 +54,9 @@ image: ## Build the image IMG without Docker, for PLATFORMS, into bin/operador-p
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) -C hack/image run . operator -repo $(CURDIR) \
 		-tag $(IMG) -platforms $(PLATFORMS) -revision $$(git rev-parse HEAD) -o $(CURDIR)/bin/operador-promociones.tar
 
+push: ## Push make image's tarball to the local cluster's registry as IMG (registry.iximiuz.com/...), without Docker.
+	hack/cluster.sh push bin/operador-promociones.tar $(IMG)
+
 docker-build: ## Build the image IMG with a Docker engine, from the Dockerfile.
 	docker build -t $(IMG) .
 
@@ -88,13 +91,23 @@ cluster: k8s-binaries ## Start the local cluster in the background (.cluster/): 
 cluster-down: ## Stop the local cluster and remove its state.
 	@hack/cluster.sh down
 
-dev: cluster ## The lesson for real on the local cluster: the operator's image as Pods, rebajas-verano's pods serving the page.
-	$(MAKE) image IMG=localhost/operador-promociones:dev PLATFORMS=linux/$$($(GO) env GOARCH)
-	hack/cluster.sh load bin/operador-promociones.tar
-	@# Pods already running an older image of the same tag are replaced.
+dev: cluster ## The lesson for real on the local cluster: the image pushed to its registry, manifiestos/ applied as they are, rebajas-verano serving.
+	$(MAKE) image PLATFORMS=linux/$$($(GO) env GOARCH)
+	$(MAKE) push
+	@# Step 4 as the lesson runs it, in its order: the registry's credentials
+	@# (the kubelet's own), the identity, the workload, its permissions; then
+	@# the rest of manifiestos/. Re-running it is harmless.
+	@IFS=: read -r user password <$(CLUSTER_DIR)/registry/credentials && \
+		$(LOCAL_KUBECTL) create secret docker-registry registry-credentials --docker-server=registry.iximiuz.com \
+		--docker-username="$$user" --docker-password="$$password" --dry-run=client -o yaml | $(LOCAL_KUBECTL) apply -f -
 	@running=$$($(LOCAL_KUBECTL) get deployment operador-promociones -o name --ignore-not-found); \
-		$(LOCAL_KUBECTL) apply -k hack/local && \
-		if [ -n "$$running" ]; then $(LOCAL_KUBECTL) rollout restart deployment/operador-promociones; fi
+		for f in crd sa deploy rbac; do $(LOCAL_KUBECTL) apply -f manifiestos/$$f.yaml || exit 1; done && \
+		$(LOCAL_KUBECTL) apply -f manifiestos/ && \
+		if [ -n "$$running" ]; then \
+			echo "The tag is the same and the image new: the node forgets the old one, and the Pods are replaced."; \
+			hack/cluster.sh node ctr images rm $(IMG) >/dev/null || true; \
+			$(LOCAL_KUBECTL) rollout restart deployment/operador-promociones; \
+		fi
 	$(LOCAL_KUBECTL) rollout status deployment/operador-promociones --timeout=180s
 	$(LOCAL_KUBECTL) apply -f manifiestos/ejemplos/rebajas-verano.yaml
 	$(LOCAL_KUBECTL) wait --for=condition=Ready promocion/rebajas-verano --timeout=180s

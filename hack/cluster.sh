@@ -14,6 +14,8 @@
 #   hack/cluster.sh down    stop exactly the processes it started, remove its state
 #   hack/cluster.sh status  say whether it runs
 #   hack/cluster.sh load TARBALL...  import images into node-real's containerd
+#   hack/cluster.sh push TARBALL REF push an image tarball (make image's) to the
+#                           cluster's registry, REF being registry.iximiuz.com/...
 #   hack/cluster.sh node CMD...      run CMD on node-real, as after ssh to a node:
 #                           curl a ClusterIP, ctr containers ls, iptables-save
 #   hack/cluster.sh stop etcd|kube-apiserver, start etcd|kube-apiserver
@@ -47,7 +49,7 @@ components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 say() { echo "cluster: $*" >&2; }
 
 source "$root/hack/node.sh"
-if [ "$real_node" = real ]; then components+=(forward containerd kubelet kube-proxy); fi
+if [ "$real_node" = real ]; then components+=(forward registry mirror containerd kubelet kube-proxy); fi
 
 # pid_of NAME: the recorded pid, if that process is still the binary we started.
 pid_of() {
@@ -339,7 +341,7 @@ up() {
 	# The default ServiceAccount appears once the controller-manager runs; Pods need it.
 	wait_for kube-controller-manager 60 "$bin/kubectl" "${kc[@]}" get serviceaccount default -n default
 	pid_of kube-scheduler >/dev/null || fail kube-scheduler "the process exited"
-	if [ "$real_node" = real ] && ! { pid_of containerd && pid_of kubelet && pid_of kube-proxy; } >/dev/null; then node_up; fi
+	if [ "$real_node" = real ] && ! { pid_of registry && pid_of mirror && pid_of containerd && pid_of kubelet && pid_of kube-proxy; } >/dev/null; then node_up; fi
 
 	say "running; logs in $dir/logs/"
 	echo "export KUBECONFIG=$kubeconfig"
@@ -373,6 +375,18 @@ load)
 	node_load "$@"
 	say "loaded into $node_name: $*"
 	;;
+push)
+	[ $# = 3 ] || { echo "usage: $0 push TARBALL $registry_host/REPOSITORY:TAG" >&2; exit 2; }
+	{ [ "$real_node" = real ] && pid_of registry >/dev/null; } || { say "no registry runs: hack/cluster.sh up"; exit 1; }
+	case $3 in
+	"$registry_host"/*) ;;
+	*) say "$3 is not in this cluster's registry: an image name starting $registry_host/"; exit 1 ;;
+	esac
+	# On this machine the name does not resolve (only in the node): crane goes
+	# to the registry's address, with the same repository and tag.
+	push_image "$2" "${registry_addr%:443}/${3#*/}"
+	say "pushed $3"
+	;;
 node)
 	shift
 	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "no real node runs: hack/cluster.sh up"; exit 1; }
@@ -403,7 +417,7 @@ status)
 	if running; then say "running; export KUBECONFIG=$kubeconfig"; else say "not running"; exit 1; fi
 	;;
 *)
-	echo "usage: $0 up|down|status|save|restore|load TARBALL...|node CMD...|stop NAME|start NAME" >&2
+	echo "usage: $0 up|down|status|save|restore|load TARBALL...|push TARBALL REF|node CMD...|stop NAME|start NAME" >&2
 	exit 2
 	;;
 esac

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Prints the folder holding what the real node of `make cluster` runs beside the
 # kubelet (k8s-binaries.sh builds that): containerd, ctr, the runc shim, runc,
-# and the CNI plugins, building whichever are missing first, from the Go module
-# proxy, with the same cache and locking (hack/lib.sh).
+# the CNI plugins, and the registry the node pulls from (the CNCF Distribution
+# registry, and htpasswd for its credentials), building whichever are missing
+# first, from the Go module proxy, with the same cache and locking (hack/lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-open_cache "node-containerd-$(version github.com/containerd/containerd/v2 containerd)-runc-$(version github.com/opencontainers/runc runc)-cni-$(version github.com/containernetworking/plugins cni)"
+open_cache "node-containerd-$(version github.com/containerd/containerd/v2 containerd)-runc-$(version github.com/opencontainers/runc runc)-cni-$(version github.com/containernetworking/plugins cni)-registry-$(version github.com/distribution/distribution/v3 registry)"
 for c in containerd ctr containerd-shim-runc-v2; do
 	build containerd "github.com/containerd/containerd/v2/cmd/$c" "$c" -tags 'no_btrfs no_devmapper no_zfs'
 done
@@ -16,4 +17,6 @@ CGO_ENABLED=1 build runc github.com/opencontainers/runc runc -tags seccomp
 for p in main/bridge main/loopback ipam/host-local meta/portmap; do
 	build cni "github.com/containernetworking/plugins/plugins/$p" "${p#*/}"
 done
+build registry github.com/distribution/distribution/v3/cmd/registry registry
+build registry ./htpasswd htpasswd
 echo "$dir"

@@ -15,6 +15,18 @@
 # - a PID namespace, whose first process (pause) reaps orphans. Killing it
 #   kills every process of the node, containerd's shims and the containers too.
 # - cgroups under /operador-<port> in each cgroup v1 hierarchy, removed on down.
+# - the registry, the meeting point of the lesson's Step 4: the CNCF
+#   Distribution registry, listening on the host's end of the link only (so
+#   only this machine and the node reach it), with TLS under the lesson's name,
+#   registry.iximiuz.com (a certificate from the cluster's CA), and basic auth
+#   (htpasswd; the user and password in registry/credentials). The name
+#   resolves to it in the node's mount namespace alone (its own /etc/hosts),
+#   and the node's containerd trusts the cluster's CA for it (certs.d). The
+#   image is pulled by its own name, never through a mirror: containerd does
+#   not send a Pod's imagePullSecrets to a mirror.
+# - a second, anonymous registry that containerd is told serves docker.io: it
+#   holds the stand-in for the default web image under that image's own name,
+#   so that the operator's defaults work here, and no pull leaves the machine.
 #
 # The kubelet sets six machine-wide kernel tunables when they differ from what
 # it wants (vm.overcommit_memory, kernel.panic, ...). Inside the node's mount
@@ -29,6 +41,9 @@ host_ip=10.201.$((node_link / 64)).$((node_link % 64 * 4 + 1))
 node_ip=10.201.$((node_link / 64)).$((node_link % 64 * 4 + 2))
 node_veth=opn$api_port
 cgroup_root=operador-$api_port
+registry_host=registry.iximiuz.com # the lesson's: deploy.yaml's image names it
+registry_addr=$host_ip:443
+mirror_addr=$host_ip:5443 # docker.io, for the node
 
 node_holder() { # the node's PID 1, as this machine sees it
 	local unshare
@@ -73,6 +88,7 @@ node_net_up() {
 	ip link set "$node_veth" up
 	in_node sh -ec "ip link set lo up; ip addr add $node_ip/30 dev eth0; ip link set eth0 up; ip route add default via $host_ip"
 	# The node's own filesystem: see the top of this file.
+	printf '127.0.0.1 localhost\n::1 localhost\n%s %s\n' "$host_ip" "$registry_host" >"$node_dir/hosts"
 	local sysctls="vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000"
 	in_node sh -ec '
 		d=$1
@@ -80,6 +96,7 @@ node_net_up() {
 		mount -n -t tmpfs -o mode=755 tmpfs /run
 		mount -n --bind "$d/var-lib" /var/lib
 		mount -n --bind "$d/var-log" /var/log
+		mount -n --bind "$d/hosts" /etc/hosts
 		for kv in "$@"; do
 			f=$d/sysctl/$(echo "${kv%=*}" | tr / .)
 			echo "${kv#*=}" >"$f"
@@ -100,6 +117,78 @@ node_certificates() { # client and serving certificates of the kubelet and kube-
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=system:kube-proxy" -keyout kube-proxy.key -out kube-proxy.csr
 		openssl x509 -req -in kube-proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out kube-proxy.crt
 	) >>"$dir/logs/pki.log" 2>&1 || { say "making the node's certificates failed, see $dir/logs/pki.log"; exit 1; }
+}
+
+# registry_files: the registries' certificate (both serve it), the lesson
+# registry's credentials, a random password made once per cluster, and the
+# htpasswd line it checks them against.
+registry_files() {
+	mkdir -p "$dir/registry"
+	if [ ! -f "$dir/pki/registry.crt" ]; then
+		(
+			cd "$dir/pki"
+			umask 077
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=$registry_host" -keyout registry.key -out registry.csr
+			openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out registry.crt \
+				-extfile <(echo "subjectAltName=DNS:$registry_host,IP:$host_ip")
+		) >>"$dir/logs/pki.log" 2>&1 || { say "making the registry's certificate failed, see $dir/logs/pki.log"; exit 1; }
+	fi
+	if [ ! -f "$dir/registry/htpasswd" ]; then
+		(
+			umask 077
+			echo "tienda:$(openssl rand -hex 16)" >"$dir/registry/credentials"
+			cut -d: -f2 "$dir/registry/credentials" | "$node_bin/htpasswd" tienda >"$dir/registry/htpasswd.new"
+			mv "$dir/registry/htpasswd.new" "$dir/registry/htpasswd"
+		)
+	fi
+	local name addr auth
+	for name in registry mirror; do
+		addr=$registry_addr auth="auth: {htpasswd: {realm: $registry_host, path: $dir/registry/htpasswd}}"
+		if [ "$name" = mirror ]; then addr=$mirror_addr auth=""; fi
+		same_or_write "$node_dir/$name.yml" <<EOF
+version: 0.1
+log: {level: info, formatter: text}
+storage:
+  filesystem: {rootdirectory: $dir/registry/$name-data}
+http:
+  addr: $addr
+  tls: {certificate: $dir/pki/registry.crt, key: $dir/pki/registry.key}
+$auth
+EOF
+	done
+}
+
+# registry_up: both registries, and the web image's stand-in in the mirror,
+# under the default image's name (children.go's DefaultWebImage).
+registry_up() {
+	registry_files
+	# A name of its own for the second, so that pid_of tells them apart.
+	ln -sf "$node_bin/registry" "$node_dir/mirror"
+	up_one registry || start registry env OTEL_TRACES_EXPORTER=none "$node_bin/registry" serve "$node_dir/registry.yml"
+	up_one mirror || start mirror env OTEL_TRACES_EXPORTER=none "$node_dir/mirror" serve "$node_dir/mirror.yml"
+	wait_for registry 30 curl -s -o /dev/null --cacert "$dir/pki/ca.crt" "https://$registry_addr/v2/"
+	wait_for mirror 30 curl -sf -o /dev/null --cacert "$dir/pki/ca.crt" "https://$mirror_addr/v2/"
+	local web
+	web=$(sed -n 's/^\s*DefaultWebImage *= *"docker.io\/\(.*\)"$/\1/p' "$root/children.go")
+	[ -n "$web" ] || { say "no docker.io DefaultWebImage in children.go"; exit 1; }
+	push_image "$("$root/hack/web-image.sh")" "$mirror_addr/$web" >>"$dir/logs/images.log" 2>&1 ||
+		{ say "pushing the web image's stand-in failed, see $dir/logs/images.log"; exit 1; }
+}
+
+# push_image TARBALL ADDRESS/REPOSITORY:TAG: push an image tarball of hack/image
+# (an OCI layout inside: the whole index, its digest unchanged) with crane,
+# trusting the cluster's CA, with the lesson registry's credentials when
+# ADDRESS is its.
+push_image() {
+	local work rc=0 user pass
+	work=$(mktemp -d)
+	mkdir -p "$work/layout" "$work/docker"
+	tar -xf "$1" -C "$work/layout"
+	IFS=: read -r user pass <"$dir/registry/credentials"
+	printf '{"auths": {"%s": {"auth": "%s"}}}\n' "${registry_addr%:443}" "$(printf '%s:%s' "$user" "$pass" | base64 -w0)" >"$work/docker/config.json"
+	SSL_CERT_FILE=$dir/pki/ca.crt DOCKER_CONFIG=$work/docker go -C "$root/hack/image" tool crane push "$work/layout" "$2" || rc=$?
+	rm -rf "$work"
+	return $rc
 }
 
 # same_or_write FILE: write stdin to FILE, unless FILE holds it already (a
@@ -125,6 +214,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
   path = "$node_dir/opt"
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".registry]
+    # Per registry: whom to trust, and who serves docker.io (see the top).
+    config_path = "$node_dir/certs.d"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "localhost/pause:go"
 [plugins."io.containerd.cri.v1.runtime"]
@@ -136,6 +228,17 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
   [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
     BinaryName = "$node_bin/runc"
     SystemdCgroup = false
+EOF
+	mkdir -p "$node_dir/certs.d/$registry_host" "$node_dir/certs.d/docker.io"
+	same_or_write "$node_dir/certs.d/$registry_host/hosts.toml" <<EOF
+server = "https://$registry_host"
+ca = "$dir/pki/ca.crt"
+EOF
+	# The server itself, not a mirror of it: a pull that the mirror cannot
+	# serve fails here, rather than going on to the public registry.
+	same_or_write "$node_dir/certs.d/docker.io/hosts.toml" <<EOF
+server = "https://$mirror_addr"
+ca = "$dir/pki/ca.crt"
 EOF
 	same_or_write "$node_dir/cni/10-bridge.conflist" <<EOF
 {
@@ -223,13 +326,14 @@ node_load() {
 node_up() {
 	node_certificates
 	node_config
+	registry_up
 	node_cgroups_up
 	up_one containerd || start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
 	wait_for containerd 30 "$node_bin/ctr" --address "$node_dir/containerd.sock" version
-	# The pods' sandbox image, and the stand-in for the default web image.
+	# The pods' sandbox image, which the kubelet never pulls.
 	go -C "$root/hack/image" run . dir -o "$node_dir/pause.tar" -tag localhost/pause:go -user 65535:65535 \
 		-entrypoint '["/pause"]' "$node_dir/pause-root" >>"$dir/logs/images.log"
-	node_load "$node_dir/pause.tar" "$("$root/hack/web-image.sh")"
+	node_load "$node_dir/pause.tar"
 	up_one kubelet || start_in_node kubelet "$bin/kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubelet.kubeconfig" \
 		--hostname-override "$node_name" --node-ip "$node_ip" --node-labels type=real
 	up_one kube-proxy || start_in_node kube-proxy "$bin/kube-proxy" --config "$node_dir/kube-proxy.yaml"

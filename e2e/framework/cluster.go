@@ -64,8 +64,10 @@ func ClusterSh(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// WebImage is the local stand-in for the default web image, on node-real.
-const WebImage = "localhost/nginx-unprivileged:debian"
+// WebImage is the operator's default web image. On node-real it is a local
+// stand-in served under that name by the cluster's docker.io mirror
+// (hack/node.sh); on kwok's nodes nothing pulls it.
+const WebImage = "docker.io/nginxinc/nginx-unprivileged:1.29-alpine"
 
 // Main runs a suite's tests on a cluster of its own, and exits: a suite's TestMain.
 func Main(m *testing.M, o Options) {

@@ -200,6 +200,16 @@ func (l *Lesson) dumpOnFailure() {
 	}
 }
 
+// ReadFile is the file's content; the test fails if it cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // LastLines is the end of s, n lines of it.
 func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
@@ -689,29 +699,24 @@ func HTTPGet(t *testing.T, url string) string {
 	return string(b)
 }
 
-// LoadOperatorImage builds the operator's image, as make image does, for this
-// machine's platform, and loads it into node-real's containerd, once a run:
-// the tests that run it share it.
-func (l *Lesson) LoadOperatorImage(tag string) {
+// OperatorImage builds the operator's image, as make image does, for this
+// machine's platform, named tag, once a run, and returns its tarball.
+func (l *Lesson) OperatorImage(tag string) string {
 	l.T.Helper()
-	if _, loaded := imagesLoaded.Load(tag); loaded {
-		l.Logf("%s is on node-real, loaded by an earlier test", tag)
-		return
+	if tarball, built := imagesBuilt.Load(tag); built {
+		return tarball.(string)
 	}
-	tarball := filepath.Join(l.Tmp, "operador.tar")
+	tarball := filepath.Join(Env.ClusterDir, strings.NewReplacer("/", "_", ":", "_").Replace(tag)+".tar")
 	build := exec.Command("go", "run", ".", "operator", "-repo", l.Root, "-platforms", "linux/"+runtime.GOARCH, "-tag", tag, "-o", tarball)
 	build.Dir = filepath.Join(l.Root, "hack", "image")
 	if out, err := build.CombinedOutput(); err != nil {
 		l.T.Fatalf("building the image: %v\n%s", err, out)
 	}
-	if out, err := ClusterSh("load", tarball).CombinedOutput(); err != nil {
-		l.T.Fatalf("hack/cluster.sh load: %v\n%s", err, out)
-	}
-	imagesLoaded.Store(tag, true)
-	l.Logf("%s is on node-real", tag)
+	imagesBuilt.Store(tag, tarball)
+	return tarball
 }
 
-var imagesLoaded sync.Map // tag: true
+var imagesBuilt sync.Map // tag: tarball
 
 type SyncBuffer struct {
 	mu sync.Mutex

@@ -24,42 +24,52 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-const operatorImage = "localhost/operador-promociones:dev"
+// operatorImage is deploy.yaml's image, as it is: in the lesson's registry,
+// which asks for credentials.
+const operatorImage = "registry.iximiuz.com/tienda/operador-promociones:v1"
 
 // The lesson's second half for real, on node-real: the operator's own image
-// run by containerd as two Pods with leader election, under the ServiceAccount
-// of manifiestos/, first without its RBAC and then with it; the web pods Ready
-// through their real probe; the page fetched through the Service, and seen in
-// a real browser; and the garbage collector removing real pods.
+// pushed to the cluster's registry and pulled by the kubelet with the
+// lesson's credentials, the stumbles on the way shown; run by containerd as
+// two Pods with leader election, under the ServiceAccount of manifiestos/,
+// first without its RBAC and then with it; the web pods, of the default
+// image, Ready through their real probe; the page fetched through the
+// Service, and seen in a real browser; and the garbage collector removing
+// real pods.
 func TestLessonInCluster(t *testing.T) {
 	if !framework.Env.RealNode {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
 	l := newLesson(t)
-	l.Step("4", "the image: make image builds it without Docker; hack/cluster.sh load puts it on node-real")
-	l.LoadOperatorImage(operatorImage)
-
-	// manifiestos/ through hack/local, which sets the local images with
-	// kustomize; the RBAC is held back for Step 5.
-	l.Kubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
-	rendered := l.Kubectl("kustomize", filepath.Join(l.Root, "hack", "local"))
-	var rbac, rest []string
-	for doc := range strings.SplitSeq(rendered, "\n---\n") {
-		if regexp.MustCompile(`(?m)^kind: (Cluster)?Role(Binding)?$`).MatchString(doc) && regexp.MustCompile(`(?m)^metadata:\n  name: operador-promociones(-leader-election)?$`).MatchString(doc) {
-			rbac = append(rbac, doc)
-		} else {
-			rest = append(rest, doc)
-		}
-	}
-	if len(rbac) != 4 || !strings.Contains(rendered, "image: "+operatorImage) || !strings.Contains(rendered, "--web-image="+framework.WebImage) {
-		t.Fatalf("hack/local renders %d RBAC objects, and the images:\n%s", len(rbac), rendered)
-	}
+	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
 	l.T.Cleanup(func() {
 		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
-			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", f))
+			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", manifest(f))
 		}
+		_, _ = l.TryKubectl("delete", "secret", "--ignore-not-found", "registry-credentials")
 	})
-	l.applyYAML("manifiestos-local", strings.Join(rest, "\n---\n"))
+	l.Kubectl("delete", "--ignore-not-found", "-f", manifest("rbac.yaml"))
+	_ = framework.ClusterSh("node", "ctr", "images", "rm", operatorImage).Run() // a node that never pulled it
+
+	l.Step("4", "the registry is the meeting point: the credentials, then sa.yaml and deploy.yaml as they are, before the push")
+	l.createPullSecret()
+	l.Kubectl("apply", "-f", manifest("sa.yaml"))
+	l.Kubectl("apply", "-f", manifest("deploy.yaml"))
+	l.waitForPullRefused("not found")
+	l.Logf("before the push, the kubelet finds no such image: the image \"exists\" only where it was built")
+
+	l.pushOperatorImage()
+	l.Kubectl("delete", "secret", "registry-credentials")
+	refusals := l.registryRefusals()
+	l.Kubectl("delete", "pods", "-l", "app=operador-promociones", "--wait=false")
+	l.waitForPullRefused("authorization failed")
+	if n := l.registryRefusals(); n <= refusals {
+		t.Errorf("the registry's log shows no 401 to containerd for the pulls without the secret (%d before, %d after)", refusals, n)
+	}
+	l.Logf("pushed, but without the secret: the registry answers 401, and the kubelet is refused")
+
+	l.createPullSecret()
+	l.Kubectl("delete", "pods", "-l", "app=operador-promociones", "--wait=false")
 
 	l.Step("5", "the operator is no longer an administrator: kubectl logs -l app=operador-promociones")
 	pods := l.waitForOperatorPods(2)
@@ -78,7 +88,8 @@ func TestLessonInCluster(t *testing.T) {
 	}
 
 	l.Step("6", "kubectl apply -f manifiestos/rbac.yaml: it reconciles, without a restart")
-	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
+	l.Kubectl("apply", "-f", manifest("rbac.yaml"))
+	l.Kubectl("apply", "-f", manifest("")) // and the rest of manifiestos/: the metrics' roles, the users', the CRD's guard
 	l.waitForRow("3", "3", "Listo")
 	if now := l.waitForOperatorPods(2); !slices.Equal(now, pods) {
 		t.Errorf("the operator's pods changed from %v to %v: something restarted them", pods, now)
@@ -183,6 +194,62 @@ func TestLessonInCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// pushOperatorImage builds the operator's image, as make image does, and
+// pushes it to the cluster's registry as deploy.yaml names it, as make push does.
+func (l *lesson) pushOperatorImage() {
+	l.T.Helper()
+	if out, err := framework.ClusterSh("push", l.OperatorImage(operatorImage), operatorImage).CombinedOutput(); err != nil {
+		l.T.Fatalf("hack/cluster.sh push (make push): %v\n%s", err, out)
+	}
+}
+
+// createPullSecret creates deploy.yaml's imagePullSecret, registry-credentials,
+// in the default namespace, with the cluster registry's credentials, as the
+// lesson's playground has it.
+func (l *lesson) createPullSecret() {
+	l.T.Helper()
+	l.Kubectl("delete", "secret", "--ignore-not-found", "registry-credentials") // one left by a test that failed
+	user, password, _ := strings.Cut(strings.TrimSpace(framework.ReadFile(l.T, filepath.Join(framework.Env.ClusterDir, "registry", "credentials"))), ":")
+	l.Kubectl("create", "secret", "docker-registry", "registry-credentials", "--docker-server=registry.iximiuz.com",
+		"--docker-username="+user, "--docker-password="+password)
+}
+
+// waitForPullRefused waits until every operator Pod waits in ImagePullBackOff,
+// the kubelet's events for it saying why in words containing why.
+func (l *lesson) waitForPullRefused(why string) {
+	l.T.Helper()
+	l.Eventually(fmt.Sprintf("the operator's Pods in ImagePullBackOff: %s", why), func() error {
+		out := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].state.waiting.reason} {.metadata.deletionTimestamp}{"\n"}{end}`)
+		var waiting int
+		for line := range strings.SplitSeq(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 3 { // on its way out
+				continue
+			}
+			if len(f) != 2 || f[1] != "ImagePullBackOff" {
+				return fmt.Errorf("pods:\n%s", out)
+			}
+			events := l.Kubectl("get", "events", "--field-selector", "reason=Failed,involvedObject.name="+f[0], "-o", "jsonpath={.items[*].message}")
+			if !strings.Contains(events, why) {
+				return fmt.Errorf("pod %s's events: %s", f[0], events)
+			}
+			waiting++
+		}
+		if waiting != 2 {
+			return fmt.Errorf("pods:\n%s", out)
+		}
+		l.Logf("%s", l.Kubectl("get", "pods", "-l", "app=operador-promociones"))
+		return nil
+	})
+}
+
+// registryRefusals counts the registry's answers of 401 to containerd.
+func (l *lesson) registryRefusals() int {
+	log := framework.ReadFile(l.T, filepath.Join(framework.Env.ClusterDir, "logs", "registry.log"))
+	return len(regexp.MustCompile(`(?m)"HEAD /v2/tienda/operador-promociones/manifests/v1 HTTP/1.1" 401 .*containerd`).FindAllString(log, -1))
 }
 
 // applyYAML writes manifests to a file and applies it.

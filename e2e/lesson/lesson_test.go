@@ -28,7 +28,7 @@ func TestLesson(t *testing.T) {
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 
 	l.Step("1", "go run . (the operator, built with go build, against the admin kubeconfig)")
-	o := l.Start(framework.Launch{Who: "admin", Args: []string{"--web-image=" + framework.WebImage}})
+	o := l.Start(framework.Launch{Who: "admin"}) // no flags, as `go run .`: the default web image, served by the cluster's mirror
 	l.Eventually("the operator starts its watches", func() error {
 		return o.LogHas(
 			`kind source: \*main.Promocion`, `kind source: \*v1.Deployment`,
@@ -93,7 +93,7 @@ func TestLesson(t *testing.T) {
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sa.yaml"))
 	saConfig := l.ServiceAccountKubeconfig("operador-promociones")
 	l.Kubectl("delete", "service", framework.LessonName) // work for it to do, once it may
-	o = l.Start(framework.Launch{Who: "serviceaccount", Kubeconfig: saConfig, Args: []string{"--web-image=" + framework.WebImage}})
+	o = l.Start(framework.Launch{Who: "serviceaccount", Kubeconfig: saConfig})
 	// Refused, then refused again on its next try: alive, and still unable to act.
 	refused := `promociones.tienda.example.com is forbidden: User \\"` + regexp.QuoteMeta(framework.OperatorUser) + `\\" cannot list`
 	l.Eventually("the API server refuses the operator", func() error { return o.LogHas(refused) })

@@ -149,7 +149,9 @@ func TestConfinedDeployUndeployDeploy(t *testing.T) {
 		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
 	}
 	l := newLesson(t)
-	l.LoadOperatorImage(operatorImage)
+	l.pushOperatorImage()
+	l.createPullSecret()
+	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "secret", "registry-credentials") })
 	// tienda-a's pods run on node-real, for real; tienda-b's and fuera's on kwok.
 	l.Kubectl("create", "namespace", "tienda-a")
 	l.Namespace("tienda-b")
