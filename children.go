@@ -233,6 +233,14 @@ func claim(obj metav1.Object, kind string, p *Promocion) error {
 	return &ChildExistsError{Kind: kind, Name: obj.GetName()}
 }
 
+// takesBack tells whether writing obj for p takes it back: it exists, and p
+// does not control it yet (an orphan of the operator's, or a child of an
+// earlier Promocion of p's name), which claim allowed.
+func takesBack(obj metav1.Object, p *Promocion) bool {
+	ref := metav1.GetControllerOf(obj)
+	return obj.GetUID() != "" && (ref == nil || ref.UID != p.UID)
+}
+
 // samePromocion tells whether ref names a Promocion of p's name, whatever its UID.
 func samePromocion(ref metav1.OwnerReference, p *Promocion) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)

@@ -717,6 +717,52 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 	}
 }
 
+// An orphan is not taken back for a Promocion being deleted that the cache
+// still shows alive: kubectl delete --cascade=orphan makes the orphans while
+// the Promocion waits on its orphan finalizer, and taking them back then hands
+// them to the garbage collector with it. Here a finalizer of the test's holds
+// the deletion, and the reconciler is handed the copy read before it.
+func TestNoTakeBackForAPromocionBeingDeleted(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	stop := startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	c := waitForChildren(t, p)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	stale := getPromocion(t, p)
+	for _, obj := range c.objects() { // what the garbage collector does for --cascade=orphan
+		if err := k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := getPromocion(t, p)
+	held.Finalizers = append(held.Finalizers, "test.tienda.example.com/sujeta")
+	if err := k8sClient.Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8sClient.Patch(ctx, held, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	if err := k8sClient.Delete(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := newReconciler(t, k8sClient).applyChildren(ctx, stale)
+	if !every(err, isPromocionGoing) {
+		t.Errorf("applyChildren for a Promocion being deleted: %v, want only %v", err, errPromocionGoing)
+	}
+	if err := getChildren(p, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range c.objects() {
+		if refs := obj.GetOwnerReferences(); len(refs) > 0 {
+			t.Errorf("%s %s taken back by a Promocion being deleted: %+v", kindName(t, obj), obj.GetName(), refs)
+		}
+	}
+}
+
 // 10. The manager stops when asked, and leaves nothing reconciling behind.
 func TestManagerStopsCleanly(t *testing.T) {
 	_, c, stop := runningPromocion(t)

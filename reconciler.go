@@ -66,6 +66,11 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// server refuses new children there, and they would fight the deletion.
 		return ctrl.Result{}, nil
 	}
+	if some(err, isPromocionGoing) {
+		// The cache had not seen the deletion yet; its event brings the
+		// Promocion back, gone or going.
+		return ctrl.Result{}, nil
+	}
 	if !onlyConflicts(err) {
 		// The status reports what happened, failures included.
 		status := computeStatus(&promo, dep, err, metav1.Now())
@@ -144,6 +149,11 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 			if err := claim(child, k.Kind, promo); err != nil {
 				return err
 			}
+			if takesBack(child, promo) {
+				if err := r.stillLive(ctx, promo); err != nil {
+					return err
+				}
+			}
 			if err := controllerutil.SetControllerReference(promo, child, r.Scheme); err != nil {
 				return err
 			}
@@ -160,8 +170,8 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 	}
 
 	switch {
-	case apierrors.IsConflict(err):
-		return nil, nil, err // routine: Reconcile requeues, without an event if nothing else failed
+	case apierrors.IsConflict(err), isPromocionGoing(err):
+		return nil, nil, err // routine: Reconcile requeues, or stops, without an event if nothing else failed
 	case err != nil:
 		countApplyError(k.Kind, err)
 		err = fmt.Errorf("%s %s: %w", k.Kind, name, err)
@@ -177,6 +187,27 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 	}
 	return child, &childChange{Created: op == controllerutil.OperationResultCreated, Kind: k.Kind, Name: name}, nil
 }
+
+// stillLive reads the Promocion from the API server, past the cache, before
+// an orphan is taken back: kubectl delete --cascade=orphan makes orphans of a
+// Promocion whose deletion the cache may not show yet, and taking them back
+// then would hand them to the garbage collector with it. Taking back is rare
+// (after such a delete, or a delete and recreate), so this read is too.
+func (r *PromocionReconciler) stillLive(ctx context.Context, promo *Promocion) error {
+	var live Promocion
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(promo), &live)
+	switch {
+	case apierrors.IsNotFound(err), err == nil && (live.UID != promo.UID || !live.DeletionTimestamp.IsZero()):
+		return errPromocionGoing
+	case err != nil:
+		return fmt.Errorf("reading the Promocion before taking back its orphans: %w", err)
+	}
+	return nil
+}
+
+var errPromocionGoing = errors.New("the Promocion is being deleted: its orphans stay orphans")
+
+func isPromocionGoing(err error) bool { return errors.Is(err, errPromocionGoing) }
 
 // directReads is a client whose reads skip the cache.
 type directReads struct {
