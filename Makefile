@@ -85,7 +85,7 @@ k8s-binaries: ## Build etcd, the Kubernetes binaries and the node's (once; cache
 	@dir=$$(hack/k8s-binaries.sh) && ln -sf "$$dir/kubectl" bin/kubectl
 	@hack/debian-packages.sh node && hack/node-binaries.sh >/dev/null
 
-cluster: k8s-binaries ## Start the local cluster in the background (.cluster/): control plane, node-real, and kwok's nodes.
+cluster: k8s-binaries ## Start the local cluster in the background (.cluster/): control plane, registry, node-01 and node-02, and kwok's nodes.
 	@hack/cluster.sh up
 
 cluster-down: ## Stop the local cluster and remove its state.
@@ -104,15 +104,15 @@ dev: cluster ## The lesson for real on the local cluster: the image pushed to it
 		for f in crd sa deploy rbac; do $(LOCAL_KUBECTL) apply -f manifiestos/$$f.yaml || exit 1; done && \
 		$(LOCAL_KUBECTL) apply -f manifiestos/ && \
 		if [ -n "$$running" ]; then \
-			echo "The tag is the same and the image new: the node forgets the old one, and the Pods are replaced."; \
-			hack/cluster.sh node ctr images rm $(IMG) >/dev/null || true; \
+			echo "The tag is the same and the image new: the nodes forget the old one, and the Pods are replaced."; \
+			for node in node-01 node-02; do hack/cluster.sh node $$node ctr images rm $(IMG) >/dev/null || true; done; \
 			$(LOCAL_KUBECTL) rollout restart deployment/operador-promociones; \
 		fi
 	$(LOCAL_KUBECTL) rollout status deployment/operador-promociones --timeout=180s
 	$(LOCAL_KUBECTL) apply -f manifiestos/ejemplos/rebajas-verano.yaml
 	$(LOCAL_KUBECTL) wait --for=condition=Ready promocion/rebajas-verano --timeout=180s
 	$(LOCAL_KUBECTL) get promociones,pods -o wide
-	@echo "The page, through the Service's ClusterIP, from node-real:"
+	@echo "The page, through the Service's ClusterIP, from node-01:"
 	@# kube-proxy programs the Service a moment after its pods are Ready; until then it refuses.
 	@hack/cluster.sh node curl -sS --retry 30 --retry-delay 1 --retry-connrefused "http://$$($(LOCAL_KUBECTL) get service rebajas-verano -o jsonpath='{.spec.clusterIP}')/"
 	@echo

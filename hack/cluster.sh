@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # A real Kubernetes cluster on this machine, without Docker and without
 # download sites: etcd, kube-apiserver, kube-controller-manager, kube-scheduler;
-# a real node, node-real (containerd, runc, the kubelet and kube-proxy, in
-# namespaces of its own: hack/node.sh), where Pods run real processes; and kwok
-# playing the kubelet on two fake nodes, node-01 and node-02, where Pods are
-# Running and Ready on paper, by the thousand.
+# two real nodes, node-01 and node-02 as in the lesson (containerd, runc, the
+# kubelet and kube-proxy, each in namespaces of its own: hack/node.sh), where
+# Pods run real processes, pulled from a registry that asks for credentials;
+# and kwok playing the kubelet on two fake nodes, kwok-01 and kwok-02, where
+# Pods are Running and Ready on paper, by the thousand.
 #
-# Pods go to node-real, unless their namespace is annotated
+# Pods go to the real nodes, unless their namespace is annotated
 # scheduler.alpha.kubernetes.io/node-selector=type=kwok (the PodNodeSelector
 # admission plugin): the tests that need hundreds of Pods put them on kwok.
 #
 #   hack/cluster.sh up      start it in the background (idempotent)
 #   hack/cluster.sh down    stop exactly the processes it started, remove its state
 #   hack/cluster.sh status  say whether it runs
-#   hack/cluster.sh load TARBALL...  import images into node-real's containerd
+#   hack/cluster.sh load TARBALL...  import images into the real nodes' containerd
 #   hack/cluster.sh push TARBALL REF push an image tarball (make image's) to the
 #                           cluster's registry, REF being registry.iximiuz.com/...
-#   hack/cluster.sh node CMD...      run CMD on node-real, as after ssh to a node:
-#                           curl a ClusterIP, ctr containers ls, iptables-save
+#   hack/cluster.sh node [NODE] CMD...  run CMD on node-01 (or NODE), as after ssh
+#                           to a node: curl a ClusterIP, ctr containers ls, iptables-save
+#   hack/cluster.sh kill-node NODE   kill a real node at once, as a machine lost
+#                           (hack/cluster.sh up starts it again, empty)
 #   hack/cluster.sh stop etcd|kube-apiserver, start etcd|kube-apiserver
 #                           kill one component and start it again (outages, for the chaos suite)
 #   hack/cluster.sh save    stop the control plane, keep a copy of etcd's data, start it again
@@ -29,7 +32,7 @@
 # data, certificates and the node's files. CLUSTER_PORT (default 16443) is the
 # API server's port; etcd takes the next two. Two clusters with different
 # CLUSTER_DIR and CLUSTER_PORT can run side by side. CLUSTER_NODE=none leaves
-# out the real node (it needs root and cgroup v1): then every Pod is kwok's.
+# out the real nodes (they need root and cgroup v1): then every Pod is kwok's.
 # etcd runs with --unsafe-no-fsync (a test cluster: speed over durability);
 # ETCD_FSYNC=on when etcd starts syncs every write to disk, as in production.
 set -euo pipefail
@@ -49,14 +52,19 @@ components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 say() { echo "cluster: $*" >&2; }
 
 source "$root/hack/node.sh"
-if [ "$real_node" = real ]; then components+=(forward registry mirror containerd kubelet kube-proxy); fi
+if [ "$real_node" = real ]; then
+	components+=(forward registry mirror)
+	for n in "${real_nodes[@]}"; do components+=("containerd@$n" "kubelet@$n" "kube-proxy@$n"); done
+fi
 
 # pid_of NAME: the recorded pid, if that process is still the binary we started.
+# NAME@NODE is NAME on that node; the network's process is a pause.
 pid_of() {
-	local f=$dir/pids/$1 pid
+	local f=$dir/pids/$1 pid binary=${1%@*}
+	[ "$binary" = network ] && binary=pause
 	[ -f "$f" ] || return 1
 	pid=$(cat "$f")
-	[ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "/$1 " && echo "$pid"
+	[ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "/$binary " && echo "$pid"
 }
 
 running() { # every component alive and the API server ready
@@ -82,14 +90,14 @@ stop_first() {
 
 stop_all() {
 	stop_first ${#components[@]}
-	# The node last: until the API server is gone, it may still call the node,
-	# whose address must exist until then (a packet to it must not leave the machine).
-	node_down
+	# The nodes last: until the API server is gone, it may still call them,
+	# whose addresses must exist until then (a packet to them must not leave the machine).
+	nodes_down
 	rm -rf "$dir/pids"
 }
 
 # stop_control_plane: stop etcd, the API server, the controller-manager, the
-# scheduler and kwok (the first five components); a real node goes on running,
+# scheduler and kwok (the first five components); the real nodes go on running,
 # and reconnects when they return.
 stop_control_plane() { stop_first 5; }
 
@@ -207,7 +215,7 @@ EOF
 
 nodes() {
 	local n
-	for n in node-01 node-02; do
+	for n in kwok-01 kwok-02; do
 		cat <<EOF
 ---
 apiVersion: v1
@@ -246,7 +254,7 @@ rules:
 - level: None
 EOF
 	if [ "$real_node" = real ]; then
-		# Pods go to node-real unless their namespace says type=kwok.
+		# Pods go to the real nodes unless their namespace says type=kwok.
 		cat >"$dir/admission.yaml" <<EOF
 apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
@@ -262,7 +270,12 @@ EOF
 		node_flags=(--advertise-address "$host_ip" --admission-control-config-file "$dir/admission.yaml"
 			--enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity,PodNodeSelector
 			--kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key"
-			--kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP)
+			--kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP
+			# Test-sized: the Pods of a node lost are replaced elsewhere 30 s after it
+			# is found NotReady, not 300 s (the tolerations every Pod gets by default):
+			# longer than the operator's Lease (30 s), so that a leader is back while
+			# a shop is short of a pod, as on a cluster with the default timings.
+			--default-not-ready-toleration-seconds 30 --default-unreachable-toleration-seconds 30)
 	else
 		# 127.0.0.1 cannot be an endpoint of the kubernetes Service; no Pod calls it anyway.
 		node_flags=(--advertise-address 127.0.0.1 --enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity
@@ -313,9 +326,13 @@ up() {
 		port_free etcd "$peer_port"
 	fi
 	pid_of kube-apiserver >/dev/null || port_free kube-apiserver "$api_port"
-	if [ "$real_node" = real ] && ! node_holder >/dev/null; then
+	if [ "$real_node" = real ]; then
 		node_check
-		node_net_up
+		net_up
+		for n in "${real_nodes[@]}"; do
+			use_node "$n"
+			node_holder >/dev/null || node_net_up
+		done
 	fi
 	certificates
 	write_kubeconfig "$kubeconfig" "$dir/pki/admin"
@@ -323,25 +340,28 @@ up() {
 	up_one etcd || start_etcd
 	up_one kube-apiserver || start_kube_apiserver
 	if [ "$real_node" = real ]; then
-		up_one forward || start forward "$node_dir/forward" "$host_ip:$api_port" "127.0.0.1:$api_port"
+		up_one forward || start forward "$dir/forward" "$host_ip:$api_port" "127.0.0.1:$api_port"
 	fi
+	local kcm_node_flags=()
+	# Test-sized, with real nodes: a node whose kubelet went silent is NotReady after 20 s, not 50 s.
+	if [ "$real_node" = real ]; then kcm_node_flags=(--node-monitor-grace-period 20s); fi
 	up_one kube-controller-manager || start kube-controller-manager "$bin/kube-controller-manager" "${kc[@]}" \
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
 		--leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000 \
-		--concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 50
+		--concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 50 "${kcm_node_flags[@]}"
 	up_one kube-scheduler || start kube-scheduler "$bin/kube-scheduler" "${kc[@]}" \
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --leader-elect=false --secure-port 0
 	"$bin/kubectl" kustomize "$kwok_dir/kustomize/stage/fast" >"$dir/kwok-stages.yaml"
-	# kwok plays the kubelet only on the nodes annotated as its own, never on node-real.
+	# kwok plays the kubelet only on the nodes annotated as its own, never on the real ones.
 	up_one kwok || start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
 		--config "$dir/kwok-stages.yaml" --cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
 	nodes | "$bin/kubectl" "${kc[@]}" apply -f - >>"$dir/logs/nodes.log" 2>&1 || fail kube-apiserver "creating the nodes (see $dir/logs/nodes.log)"
-	wait_for kwok 60 "$bin/kubectl" "${kc[@]}" wait --for=condition=Ready node/node-01 node/node-02 --timeout=1s
+	wait_for kwok 60 "$bin/kubectl" "${kc[@]}" wait --for=condition=Ready node/kwok-01 node/kwok-02 --timeout=1s
 	# The default ServiceAccount appears once the controller-manager runs; Pods need it.
 	wait_for kube-controller-manager 60 "$bin/kubectl" "${kc[@]}" get serviceaccount default -n default
 	pid_of kube-scheduler >/dev/null || fail kube-scheduler "the process exited"
-	if [ "$real_node" = real ] && ! { pid_of registry && pid_of mirror && pid_of containerd && pid_of kubelet && pid_of kube-proxy; } >/dev/null; then node_up; fi
+	if [ "$real_node" = real ]; then nodes_up; fi
 
 	say "running; logs in $dir/logs/"
 	echo "export KUBECONFIG=$kubeconfig"
@@ -370,10 +390,18 @@ up)
 down) down ;;
 load)
 	shift
-	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "no real node runs: hack/cluster.sh up"; exit 1; }
 	node_bin=$("$root/hack/node-binaries.sh")
-	node_load "$@"
-	say "loaded into $node_name: $*"
+	for n in "${real_nodes[@]}"; do
+		use_node "$n"
+		{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "$n does not run: hack/cluster.sh up"; exit 1; }
+		node_load "$@"
+	done
+	say "loaded into ${real_nodes[*]}: $*"
+	;;
+kill-node)
+	use_node "${2:?usage: $0 kill-node NODE}"
+	kill_node
+	say "$2 killed: hack/cluster.sh up starts it again"
 	;;
 push)
 	[ $# = 3 ] || { echo "usage: $0 push TARBALL $registry_host/REPOSITORY:TAG" >&2; exit 2; }
@@ -389,7 +417,9 @@ push)
 	;;
 node)
 	shift
-	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "no real node runs: hack/cluster.sh up"; exit 1; }
+	use_node "${real_nodes[0]}"
+	if [[ " ${real_nodes[*]} " == *" ${1:-} "* ]]; then use_node "$1" && shift; fi
+	{ [ "$real_node" = real ] && node_holder >/dev/null; } || { say "$node_name does not run: hack/cluster.sh up"; exit 1; }
 	node_bin=$("$root/hack/node-binaries.sh")
 	CONTAINERD_ADDRESS=$node_dir/containerd.sock CONTAINERD_NAMESPACE=k8s.io PATH=$node_bin:$PATH in_node "$@"
 	;;
@@ -417,7 +447,7 @@ status)
 	if running; then say "running; export KUBECONFIG=$kubeconfig"; else say "not running"; exit 1; fi
 	;;
 *)
-	echo "usage: $0 up|down|status|save|restore|load TARBALL...|push TARBALL REF|node CMD...|stop NAME|start NAME" >&2
+	echo "usage: $0 up|down|status|save|restore|load TARBALL...|push TARBALL REF|node [NODE] CMD...|kill-node NODE|stop NAME|start NAME" >&2
 	exit 2
 	;;
 esac

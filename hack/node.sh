@@ -1,53 +1,79 @@
-# The real node of hack/cluster.sh, sourced by it: containerd, runc, the kubelet
-# and kube-proxy, in namespaces of their own, so that Pods run real processes.
+# The real nodes of hack/cluster.sh, sourced by it: node-01 and node-02, the
+# lesson's two, each running containerd, runc, the kubelet and kube-proxy in
+# namespaces of its own, so that Pods run real processes.
 #
-# Everything the node touches is its own and goes when it goes:
-# - a network namespace, joined to this machine by a veth pair on a /30 of
-#   10.201.0.0/16 chosen from the API server's port. The kubelet listens on the
-#   node's end; forward (hack/image/forward) on the host's end takes the node's
-#   connections to the API server, which listens on loopback only. The pods'
-#   bridge, their addresses (10.244.0.0/24) and every netfilter rule
-#   (kube-proxy, the kubelet, the CNI bridge) live inside, and vanish with the
-#   namespace.
+# Everything a node touches is its own and goes when it goes:
+# - a network namespace, on the cluster's network: a bridge in a network
+#   namespace of its own (the "network" process holds it), joined to this
+#   machine by one veth pair, on a /29 of 10.201.0.0/16 chosen from the API
+#   server's port: this machine's end is .1, node-01 .2, node-02 .3. The
+#   kubelet listens on the node's address; forward (hack/image/forward) on
+#   this machine's end takes the nodes' connections to the API server, which
+#   listens on loopback only. Each node's pods have a /24 of 10.244.0.0/16,
+#   and each node routes the other's to it across the bridge, so this machine
+#   forwards nothing (its ip_forward stays as it is). The pods' bridge, their
+#   addresses and every netfilter rule (kube-proxy, the kubelet, the CNI
+#   bridge) live inside a node's namespace, and vanish with it.
 # - a mount namespace, where /var/lib and /var/log are folders of the cluster
 #   and /run is a tmpfs: containerd, the kubelet and the pods' mounts use their
 #   usual paths, and none of their mounts reaches this machine's.
 # - a PID namespace, whose first process (pause) reaps orphans. Killing it
-#   kills every process of the node, containerd's shims and the containers too.
-# - cgroups under /operador-<port> in each cgroup v1 hierarchy, removed on down.
+#   kills every process of the node, containerd's shims and the containers
+#   too: `hack/cluster.sh kill-node node-02` is a machine lost.
+# - cgroups under /operador-<port>/<node> in each cgroup v1 hierarchy,
+#   removed on down.
 # - the registry, the meeting point of the lesson's Step 4: the CNCF
-#   Distribution registry, listening on the host's end of the link only (so
-#   only this machine and the node reach it), with TLS under the lesson's name,
-#   registry.iximiuz.com (a certificate from the cluster's CA), and basic auth
-#   (htpasswd; the user and password in registry/credentials). The name
-#   resolves to it in the node's mount namespace alone (its own /etc/hosts),
-#   and the node's containerd trusts the cluster's CA for it (certs.d). The
-#   image is pulled by its own name, never through a mirror: containerd does
-#   not send a Pod's imagePullSecrets to a mirror.
+#   Distribution registry, listening on this machine's end of the network only
+#   (so only this machine and the nodes reach it), with TLS under the lesson's
+#   name, registry.iximiuz.com (a certificate from the cluster's CA), and basic
+#   auth (htpasswd; the user and password in registry/credentials). The name
+#   resolves to it in the nodes' mount namespaces alone (their own
+#   /etc/hosts), and their containerd trusts the cluster's CA for it
+#   (certs.d). The image is pulled by its own name, never through a mirror:
+#   containerd does not send a Pod's imagePullSecrets to a mirror.
 # - a second, anonymous registry that containerd is told serves docker.io: it
 #   holds the stand-in for the default web image under that image's own name,
 #   so that the operator's defaults work here, and no pull leaves the machine.
 #
 # The kubelet sets six machine-wide kernel tunables when they differ from what
-# it wants (vm.overcommit_memory, kernel.panic, ...). Inside the node's mount
+# it wants (vm.overcommit_memory, kernel.panic, ...). Inside a node's mount
 # namespace it reads them from files holding its own values, so it writes none
 # of this machine's settings.
 
-node_name=node-real
-node_dir=$dir/node
-pod_cidr=10.244.0.0/24
-node_link=$((api_port % 16384)) # one /30 per port: two clusters side by side get two
-host_ip=10.201.$((node_link / 64)).$((node_link % 64 * 4 + 1))
-node_ip=10.201.$((node_link / 64)).$((node_link % 64 * 4 + 2))
-node_veth=opn$api_port
+real_nodes=(node-01 node-02)
+net_link=$((api_port % 8192)) # one /29 per port: two clusters side by side get two
+net_base=10.201.$((net_link / 32)).$((net_link % 32 * 8))
+host_ip=${net_base%.*}.$((${net_base##*.} + 1))
+host_veth=opn$api_port
 cgroup_root=operador-$api_port
+pod_cidrs=10.244.0.0/16
 registry_host=registry.iximiuz.com # the lesson's: deploy.yaml's image names it
 registry_addr=$host_ip:443
-mirror_addr=$host_ip:5443 # docker.io, for the node
+mirror_addr=$host_ip:5443 # docker.io, for the nodes
+
+# use_node NAME: make NAME the node that the functions below work on.
+use_node() {
+	local i
+	for i in "${!real_nodes[@]}"; do
+		[ "${real_nodes[i]}" = "$1" ] || continue
+		node_name=$1
+		node_num=$((i + 1))
+		node_dir=$dir/$1
+		node_ip=$(node_ip_of "$node_num")
+		pod_cidr=10.244.$node_num.0/24
+		return 0
+	done
+	say "no node $1: the nodes are ${real_nodes[*]}"
+	exit 2
+}
+
+node_ip_of() { echo "${net_base%.*}.$((${net_base##*.} + 1 + $1))"; }
+
+net_holder() { pid_of network; } # the network's process: its network namespace holds the bridge
 
 node_holder() { # the node's PID 1, as this machine sees it
 	local unshare
-	unshare=$(cat "$dir/pids/node" 2>/dev/null) || return 1
+	unshare=$(cat "$dir/pids/node@$node_name" 2>/dev/null) || return 1
 	cat "/proc/$unshare/task/$unshare/children" 2>/dev/null | awk '{print $1}' | grep .
 }
 
@@ -56,39 +82,57 @@ in_node() {
 	nsenter --target "$(node_holder)" --mount --net --pid -- "$@"
 }
 
+in_net() { nsenter --target "$(net_holder)" --net -- "$@"; }
+
 node_check() {
 	[ "$(id -u)" = 0 ] || { say "a real node needs root (or CLUSTER_NODE=none for kwok nodes only)"; exit 1; }
 	"$root/hack/debian-packages.sh" node
 	[ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/cpu ] ||
 		{ say "a real node needs the cgroup v1 hierarchies under /sys/fs/cgroup"; exit 1; }
+}
+
+# net_up: the cluster's network, before the API server, which listens on
+# this machine's end of it.
+net_up() {
+	net_holder >/dev/null && return 0
 	if ip -o addr show | grep -q " $host_ip/"; then
 		say "$host_ip is already on a link of this machine (a cluster on port $api_port left behind?): hack/cluster.sh down"
 		exit 1
 	fi
+	say "starting the nodes' network ($net_base/29, this machine $host_ip)"
+	mkdir -p "$dir/pause-root"
+	# pause: the network's holder, each node's PID 1, and each pod's sandbox in the image of node_up.
+	go build -C "$root/hack/image" -o "$dir/pause-root/pause" ./pause
+	go build -C "$root/hack/image" -o "$dir/forward" ./forward
+	start network unshare --net "$dir/pause-root/pause"
+	for _ in $(seq 50); do net_holder >/dev/null && break; sleep 0.1; done
+	net_holder >/dev/null || fail network "its namespace did not start"
+	ip link add "$host_veth" type veth peer name uplink netns "$(net_holder)"
+	ip addr add "$host_ip/29" dev "$host_veth"
+	ip link set "$host_veth" up
+	in_net sh -ec 'ip link set lo up; ip link add br0 type bridge; ip link set br0 up; ip link set uplink master br0 up'
 }
 
-# node_net_up: the node's namespaces and its link, before the API server,
-# which listens on the host's end.
+# node_net_up: the node's namespaces and its link to the network.
 node_net_up() {
-	say "starting the real node's namespaces ($node_name, $node_ip)"
+	say "starting $node_name's namespaces ($node_ip)"
 	# A node whose namespaces died comes back as a new machine would: empty.
 	rm -rf "$node_dir/var-lib" "$node_dir/var-log"
-	mkdir -p "$node_dir/var-lib" "$node_dir/var-log" "$node_dir/sysctl" "$node_dir/cni" "$node_dir/pause-root"
-	# pause: the node's PID 1 here, and each pod's sandbox in the image of node_up.
-	go build -C "$root/hack/image" -o "$node_dir/pause-root/pause" ./pause
-	go build -C "$root/hack/image" -o "$node_dir/forward" ./forward
-	setsid unshare --mount --net --pid --fork --mount-proc --kill-child=SIGKILL "$node_dir/pause-root/pause" \
-		>"$dir/logs/node.log" 2>&1 </dev/null &
-	echo $! >"$dir/pids/node"
+	mkdir -p "$node_dir/var-lib" "$node_dir/var-log" "$node_dir/sysctl" "$node_dir/cni"
+	setsid unshare --mount --net --pid --fork --mount-proc --kill-child=SIGKILL "$dir/pause-root/pause" \
+		>"$dir/logs/$node_name.log" 2>&1 </dev/null &
+	echo $! >"$dir/pids/node@$node_name"
 	for _ in $(seq 50); do node_holder >/dev/null && break; sleep 0.1; done
-	local holder
-	holder=$(node_holder) || fail node "its namespaces did not start"
-	ip link add "$node_veth" type veth peer name eth0 netns "$holder"
-	ip addr add "$host_ip/30" dev "$node_veth"
-	ip link set "$node_veth" up
-	in_node sh -ec "ip link set lo up; ip addr add $node_ip/30 dev eth0; ip link set eth0 up; ip route add default via $host_ip"
+	local holder routes="" i
+	holder=$(node_holder) || fail "$node_name" "its namespaces did not start"
+	ip link add "$node_name" netns "$(net_holder)" type veth peer name eth0 netns "$holder"
+	in_net ip link set "$node_name" master br0 up
+	for i in "${!real_nodes[@]}"; do # the other nodes' pods, through their node
+		[ "$((i + 1))" = "$node_num" ] || routes+="ip route add 10.244.$((i + 1)).0/24 via $(node_ip_of $((i + 1)));"
+	done
+	in_node sh -ec "ip link set lo up; ip addr add $node_ip/29 dev eth0; ip link set eth0 up; ip route add default via $host_ip; $routes"
 	# The node's own filesystem: see the top of this file.
-	printf '127.0.0.1 localhost\n::1 localhost\n%s %s\n' "$host_ip" "$registry_host" >"$node_dir/hosts"
+	printf '127.0.0.1 localhost %s\n::1 localhost\n%s %s\n' "$node_name" "$host_ip" "$registry_host" >"$node_dir/hosts"
 	local sysctls="vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000"
 	in_node sh -ec '
 		d=$1
@@ -104,21 +148,29 @@ node_net_up() {
 		done' sh "$node_dir" $sysctls
 }
 
-node_certificates() { # client and serving certificates of the kubelet and kube-proxy
-	[ -f "$dir/pki/kube-proxy.crt" ] && return 0 # written last
+node_certificates() { # client and serving certificates of the node's kubelet, and kube-proxy's
+	local n=$node_name
 	(
 		cd "$dir/pki"
 		umask 077
-		openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$node_name" -keyout kubelet.key -out kubelet.csr
-		openssl x509 -req -in kubelet.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out kubelet.crt
-		openssl req -newkey rsa:2048 -nodes -subj "/CN=$node_name" -keyout kubelet-serving.key -out kubelet-serving.csr
-		openssl x509 -req -in kubelet-serving.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out kubelet-serving.crt \
-			-extfile <(echo "subjectAltName=IP:$node_ip")
-		openssl req -newkey rsa:2048 -nodes -subj "/CN=system:kube-proxy" -keyout kube-proxy.key -out kube-proxy.csr
-		openssl x509 -req -in kube-proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out kube-proxy.crt
-	) >>"$dir/logs/pki.log" 2>&1 || { say "making the node's certificates failed, see $dir/logs/pki.log"; exit 1; }
+		if [ ! -f "kubelet-$n.crt" ]; then
+			openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$n" -keyout "kubelet-$n.key" -out "kubelet-$n.csr"
+			openssl x509 -req -in "kubelet-$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out "kubelet-$n.crt.new"
+			mv "kubelet-$n.crt.new" "kubelet-$n.crt"
+		fi
+		if [ ! -f "kubelet-serving-$n.crt" ]; then
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=$n" -keyout "kubelet-serving-$n.key" -out "kubelet-serving-$n.csr"
+			openssl x509 -req -in "kubelet-serving-$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+				-out "kubelet-serving-$n.crt.new" -extfile <(echo "subjectAltName=IP:$node_ip")
+			mv "kubelet-serving-$n.crt.new" "kubelet-serving-$n.crt"
+		fi
+		if [ ! -f kube-proxy.crt ]; then
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=system:kube-proxy" -keyout kube-proxy.key -out kube-proxy.csr
+			openssl x509 -req -in kube-proxy.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out kube-proxy.crt.new
+			mv kube-proxy.crt.new kube-proxy.crt
+		fi
+	) >>"$dir/logs/pki.log" 2>&1 || { say "making $n's certificates failed, see $dir/logs/pki.log"; exit 1; }
 }
-
 # registry_files: the registries' certificate (both serve it), the lesson
 # registry's credentials, a random password made once per cluster, and the
 # htpasswd line it checks them against.
@@ -145,7 +197,7 @@ registry_files() {
 	for name in registry mirror; do
 		addr=$registry_addr auth="auth: {htpasswd: {realm: $registry_host, path: $dir/registry/htpasswd}}"
 		if [ "$name" = mirror ]; then addr=$mirror_addr auth=""; fi
-		same_or_write "$node_dir/$name.yml" <<EOF
+		same_or_write "$dir/registry/$name.yml" <<EOF
 version: 0.1
 log: {level: info, formatter: text}
 storage:
@@ -163,9 +215,9 @@ EOF
 registry_up() {
 	registry_files
 	# A name of its own for the second, so that pid_of tells them apart.
-	ln -sf "$node_bin/registry" "$node_dir/mirror"
-	up_one registry || start registry env OTEL_TRACES_EXPORTER=none "$node_bin/registry" serve "$node_dir/registry.yml"
-	up_one mirror || start mirror env OTEL_TRACES_EXPORTER=none "$node_dir/mirror" serve "$node_dir/mirror.yml"
+	ln -sf "$node_bin/registry" "$dir/registry/mirror"
+	up_one registry || start registry env OTEL_TRACES_EXPORTER=none "$node_bin/registry" serve "$dir/registry/registry.yml"
+	up_one mirror || start mirror env OTEL_TRACES_EXPORTER=none "$dir/registry/mirror" serve "$dir/registry/mirror.yml"
 	wait_for registry 30 curl -s -o /dev/null --cacert "$dir/pki/ca.crt" "https://$registry_addr/v2/"
 	wait_for mirror 30 curl -sf -o /dev/null --cacert "$dir/pki/ca.crt" "https://$mirror_addr/v2/"
 	local web
@@ -201,7 +253,7 @@ same_or_write() {
 
 node_config() {
 	local p=$dir/pki
-	write_kubeconfig "$node_dir/kubelet.kubeconfig" "$p/kubelet" "$host_ip"
+	write_kubeconfig "$node_dir/kubelet.kubeconfig" "$p/kubelet-$node_name" "$host_ip"
 	write_kubeconfig "$node_dir/kube-proxy.kubeconfig" "$p/kube-proxy" "$host_ip"
 	same_or_write "$node_dir/containerd.toml" <<EOF
 version = 3
@@ -258,13 +310,13 @@ containerRuntimeEndpoint: unix://$node_dir/containerd.sock
 # cgroup v1, and no systemd as PID 1.
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupRoot: /$cgroup_root
+cgroupRoot: /$cgroup_root/$node_name
 failSwapOn: false
 address: $node_ip
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
-tlsCertFile: $dir/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $dir/pki/kubelet-serving.key
+tlsCertFile: $dir/pki/kubelet-serving-$node_name.crt
+tlsPrivateKeyFile: $dir/pki/kubelet-serving-$node_name.key
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
@@ -274,7 +326,7 @@ authorization: {mode: Webhook}
 resolvConf: ""
 volumePluginDir: $node_dir/volume-plugins
 # A shared machine's disk may be fuller than a node's would be: evict only
-# when it is nearly full, and never collect the images imported by hand.
+# when it is nearly full, and never collect an image.
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -285,7 +337,7 @@ kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $node_dir/kube-proxy.kubeconfig}
 hostnameOverride: $node_name
 mode: iptables
-clusterCIDR: $pod_cidr
+clusterCIDR: $pod_cidrs
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 iptables: {localhostNodePorts: false}
@@ -299,17 +351,20 @@ node_cgroups_up() {
 	local c
 	for c in /sys/fs/cgroup/*/; do
 		[ -f "$c/cgroup.procs" ] || continue # the empty cgroup2 beside them is not one of these
-		mkdir -p "$c$cgroup_root"
+		mkdir -p "$c$cgroup_root/$node_name"
 	done
-	cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$cgroup_root/cpuset.cpus"
-	cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$cgroup_root/cpuset.mems"
+	local d
+	for d in "$cgroup_root" "$cgroup_root/$node_name"; do
+		cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$d/cpuset.cpus"
+		cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$d/cpuset.mems"
+	done
 }
 
-# start_in_node NAME COMMAND...: start, in the node's namespaces.
+# start_in_node NAME COMMAND...: start NAME@node, in the node's namespaces.
 start_in_node() {
 	local name=$1
 	shift
-	start "$name" nsenter --target "$(node_holder)" --mount --net --pid -- env PATH="$node_bin:$PATH" "$@"
+	start "$name@$node_name" nsenter --target "$(node_holder)" --mount --net --pid -- env PATH="$node_bin:$PATH" "$@"
 }
 
 # node_load TARBALL...: import images into the node's containerd, as `kind load
@@ -319,37 +374,67 @@ node_load() {
 	for f in "$@"; do
 		"$node_bin/ctr" --address "$node_dir/containerd.sock" --namespace k8s.io images import \
 			--all-platforms --digests --snapshotter overlayfs "$f" >>"$dir/logs/images.log" 2>&1 ||
-			{ say "importing $f failed, see $dir/logs/images.log"; exit 1; }
+			{ say "importing $f into $node_name failed, see $dir/logs/images.log"; exit 1; }
 	done
+}
+
+node_running() { # every process of the node alive
+	local c
+	for c in containerd kubelet kube-proxy; do pid_of "$c@$node_name" >/dev/null || return 1; done
 }
 
 node_up() {
 	node_certificates
 	node_config
-	registry_up
 	node_cgroups_up
-	up_one containerd || start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
-	wait_for containerd 30 "$node_bin/ctr" --address "$node_dir/containerd.sock" version
+	up_one "containerd@$node_name" || start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
+	wait_for "containerd@$node_name" 30 "$node_bin/ctr" --address "$node_dir/containerd.sock" version
 	# The pods' sandbox image, which the kubelet never pulls.
-	go -C "$root/hack/image" run . dir -o "$node_dir/pause.tar" -tag localhost/pause:go -user 65535:65535 \
-		-entrypoint '["/pause"]' "$node_dir/pause-root" >>"$dir/logs/images.log"
-	node_load "$node_dir/pause.tar"
-	up_one kubelet || start_in_node kubelet "$bin/kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubelet.kubeconfig" \
+	[ -f "$dir/pause.tar" ] || go -C "$root/hack/image" run . dir -o "$dir/pause.tar" -tag localhost/pause:go -user 65535:65535 \
+		-entrypoint '["/pause"]' "$dir/pause-root" >>"$dir/logs/images.log"
+	node_load "$dir/pause.tar"
+	up_one "kubelet@$node_name" || start_in_node kubelet "$bin/kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubelet.kubeconfig" \
 		--hostname-override "$node_name" --node-ip "$node_ip" --node-labels type=real
-	up_one kube-proxy || start_in_node kube-proxy "$bin/kube-proxy" --config "$node_dir/kube-proxy.yaml"
-	wait_for kubelet 60 "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node_name" --timeout=1s
-	wait_for kube-proxy 30 in_node curl -sf http://127.0.0.1:10256/healthz
+	up_one "kube-proxy@$node_name" || start_in_node kube-proxy "$bin/kube-proxy" --config "$node_dir/kube-proxy.yaml"
 }
 
-# node_down: stop every process of the node and remove what it left on this
-# machine: its cgroups. Its namespaces, link, mounts and netfilter rules go
-# with its last process.
-node_down() {
-	local unshare c
-	if unshare=$(cat "$dir/pids/node" 2>/dev/null) && kill -0 "$unshare" 2>/dev/null; then
-		kill -KILL "$unshare" # --kill-child: its child, the node's PID 1, dies, and with it the namespace
-		while kill -0 "$unshare" 2>/dev/null; do sleep 0.05; done
-	fi
+# nodes_up: the registries, then every node that does not run, then wait for
+# them all to be Ready.
+nodes_up() {
+	registry_up
+	local n
+	for n in "${real_nodes[@]}"; do
+		use_node "$n"
+		node_running || node_up
+	done
+	for n in "${real_nodes[@]}"; do
+		use_node "$n"
+		wait_for "kubelet@$n" 60 "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$n" --timeout=1s
+		wait_for "kube-proxy@$n" 30 in_node curl -sf http://127.0.0.1:10256/healthz
+	done
+}
+
+# kill_node: the node's PID 1 killed, as a machine lost: every process of the
+# node, its containers and its network namespace go at once.
+kill_node() {
+	local holder
+	holder=$(node_holder) || { say "$node_name does not run"; exit 1; }
+	kill -KILL "$holder"
+	while kill -0 "$holder" 2>/dev/null; do sleep 0.05; done
+}
+
+# nodes_down: stop every process of the nodes and of their network, and
+# remove what they left on this machine: their cgroups. Their namespaces,
+# links, mounts and netfilter rules go with their last process.
+nodes_down() {
+	local f unshare c
+	for f in "$dir"/pids/node@* "$dir/pids/network"; do
+		[ -f "$f" ] || continue
+		if unshare=$(cat "$f") && kill -0 "$unshare" 2>/dev/null; then
+			kill -KILL "$unshare" # a node's unshare has --kill-child: its PID 1 dies, and with it the namespace
+			while kill -0 "$unshare" 2>/dev/null; do sleep 0.05; done
+		fi
+	done
 	# A cgroup goes once its last process has; that may take the kernel a moment.
 	for _ in $(seq 50); do
 		for c in /sys/fs/cgroup/*/"$cgroup_root"; do

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ var Env struct {
 	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
 	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
 	Port                                   int    // its API server's
-	// RealNode: the cluster has node-real, where the Pods of namespaces not
+	// RealNode: the cluster has the real nodes, where the Pods of namespaces not
 	// marked for kwok run for real.
 	RealNode bool
 }
@@ -47,7 +48,7 @@ type Options struct {
 	// Port is its API server's; etcd takes the next two. Each suite has its
 	// own, so that suites may run side by side (make e2e runs them one at a time).
 	Port int
-	// RealNode asks for node-real beside kwok's nodes, unless CLUSTER_NODE=none.
+	// RealNode asks for the real nodes beside kwok's nodes, unless CLUSTER_NODE=none.
 	RealNode bool
 	// Unfenced and Leccion ask for those builds too (Env); the operator and
 	// the oracle are always built.
@@ -64,7 +65,13 @@ func ClusterSh(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// WebImage is the operator's default web image. On node-real it is a local
+// RealNodes are the local cluster's real nodes, the lesson's two (hack/node.sh).
+var RealNodes = []string{"node-01", "node-02"}
+
+// IsRealNode tells whether the node of that name is one of RealNodes.
+func IsRealNode(name string) bool { return slices.Contains(RealNodes, name) }
+
+// WebImage is the operator's default web image. On the real nodes it is a local
 // stand-in served under that name by the cluster's docker.io mirror
 // (hack/node.sh); on kwok's nodes nothing pulls it.
 const WebImage = "docker.io/nginxinc/nginx-unprivileged:1.29-alpine"

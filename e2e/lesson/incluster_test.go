@@ -28,7 +28,7 @@ import (
 // which asks for credentials.
 const operatorImage = "registry.iximiuz.com/tienda/operador-promociones:v1"
 
-// The lesson's second half for real, on node-real: the operator's own image
+// The lesson's second half for real, on node-01 and node-02: the operator's own image
 // pushed to the cluster's registry and pulled by the kubelet with the
 // lesson's credentials, the stumbles on the way shown; run by containerd as
 // two Pods with leader election, under the ServiceAccount of manifiestos/,
@@ -38,7 +38,7 @@ const operatorImage = "registry.iximiuz.com/tienda/operador-promociones:v1"
 // real pods.
 func TestLessonInCluster(t *testing.T) {
 	if !framework.Env.RealNode {
-		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
+		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
 	}
 	l := newLesson(t)
 	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
@@ -113,7 +113,7 @@ func TestLessonInCluster(t *testing.T) {
 	}
 	l.Logf("the Go memory limit is set from the container's %s", limit.String())
 
-	l.Step("6b", "the web pods are real: Ready through their readiness probe, on node-real, run by containerd")
+	l.Step("6b", "the web pods are real: Ready through their readiness probe, on the real nodes, run by containerd")
 	l.waitForWebPods(3, framework.LessonBanner)
 	for _, pod := range strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "jsonpath={.items[*].metadata.name}")) {
 		if log := l.Kubectl("logs", pod); !strings.Contains(log, `"GET / HTTP/1.1" 200`) || !strings.Contains(log, "kube-probe") {
@@ -185,12 +185,12 @@ func TestLessonInCluster(t *testing.T) {
 
 	l.Step("9", "kubectl delete promocion: the garbage collector removes the real pods")
 	l.Kubectl("delete", "promocion", framework.LessonName)
-	l.Eventually("no pod, and no container on node-real", func() error {
+	l.Eventually("no pod, and no container on the nodes", func() error {
 		if pods := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "name"); pods != "" {
 			return fmt.Errorf("pods left: %s", pods)
 		}
 		if c := l.nodeContainers(framework.LessonName); len(c) > 0 {
-			return fmt.Errorf("containers left on node-real: %v", c)
+			return fmt.Errorf("containers left on the nodes: %v", c)
 		}
 		return nil
 	})
@@ -263,22 +263,25 @@ func (l *lesson) applyYAML(what, manifests string) {
 }
 
 // waitForOperatorPods waits until the operator's Deployment has n Pods, all
-// Running and Ready through their probes on node-real, and returns their names.
+// Running and Ready through their probes on the real nodes, the first two on
+// different nodes (deploy.yaml's topology spread), and returns their names.
 func (l *lesson) waitForOperatorPods(n int) []string {
 	l.T.Helper()
 	var names []string
-	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready on node-real", n), func() error {
+	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready, on both real nodes", n), func() error {
 		out := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o",
 			`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		names = nil
+		nodes := map[string]bool{}
 		for line := range strings.SplitSeq(out, "\n") {
 			f := strings.Fields(line)
-			if len(f) != 4 || f[1] != "node-real" || f[2] != "Running" || f[3] != "True" {
+			if len(f) != 4 || !framework.IsRealNode(f[1]) || f[2] != "Running" || f[3] != "True" {
 				return fmt.Errorf("pods:\n%s", out)
 			}
 			names = append(names, f[0])
+			nodes[f[1]] = true
 		}
-		if len(names) != n {
+		if len(names) != n || (n > 1 && len(nodes) < 2) {
 			return fmt.Errorf("pods:\n%s", out)
 		}
 		return nil
@@ -287,12 +290,12 @@ func (l *lesson) waitForOperatorPods(n int) []string {
 	return names
 }
 
-// waitForWebPods waits until rebajas-verano is Listo with n pods on node-real,
+// waitForWebPods waits until rebajas-verano is Listo with n pods on the real nodes,
 // every one Ready and serving the page of banner.
 func (l *lesson) waitForWebPods(n int, banner string) {
 	l.T.Helper()
 	page := "<h1>" + html.EscapeString(banner) + "</h1>"
-	l.Eventually(fmt.Sprintf("%d web pods Ready on node-real, the page showing %q, and Listo", n, banner), func() error {
+	l.Eventually(fmt.Sprintf("%d web pods Ready on the real nodes, the page showing %q, and Listo", n, banner), func() error {
 		if got := l.Kubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
 			return fmt.Errorf("the page is %q", got)
 		}
@@ -301,7 +304,7 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 		want := l.Kubectl("get", "deployment", framework.LessonName, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
 		lines := strings.Split(out, "\n")
 		for _, line := range lines {
-			if f := strings.Fields(line); len(f) != 3 || f[0] != "node-real" || f[1] != "True" || f[2] != want {
+			if f := strings.Fields(line); len(f) != 3 || !framework.IsRealNode(f[0]) || f[1] != "True" || f[2] != want {
 				return fmt.Errorf("pods (node, Ready, page hash; want %s):\n%s", want, out)
 			}
 		}
@@ -315,7 +318,7 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 	})
 }
 
-// checkPage fetches the page through the Service twice: from node-real, at the
+// checkPage fetches the page through the Service twice: from node-01, at the
 // Service's ClusterIP (kube-proxy's rules), and from here through `kubectl
 // port-forward svc/rebajas-verano`, as the README tells a reader to.
 func (l *lesson) checkPage(banner string) {
@@ -325,7 +328,7 @@ func (l *lesson) checkPage(banner string) {
 	// kube-proxy follows the Service's endpoints a moment after the pods
 	// change, so the ClusterIP may refuse, or reach a pod on its way out,
 	// until it has caught up.
-	l.Eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-real serves %s", ip, want), func() error {
+	l.Eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-01 serves %s", ip, want), func() error {
 		for range 5 { // the Service picks a pod each time: every one must serve it
 			out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), want) {
@@ -436,19 +439,21 @@ func (l *lesson) chromium(args ...string) string {
 	return string(out)
 }
 
-// nodeContainers lists the containers on node-real of the pods of a Promocion.
+// nodeContainers lists the containers on the real nodes of the pods of a Promocion.
 func (l *lesson) nodeContainers(promocion string) []string {
 	l.T.Helper()
-	out, err := framework.ClusterSh("node", "ctr", "containers", "ls", "-q",
-		`labels."io.kubernetes.pod.namespace"==default`).Output()
-	if err != nil {
-		l.T.Fatal(errors.Join(err, errors.New(string(out))))
-	}
 	var mine []string
-	for _, id := range strings.Fields(string(out)) {
-		info, _ := framework.ClusterSh("node", "ctr", "containers", "info", id).Output()
-		if strings.Contains(string(info), `"io.kubernetes.pod.name": "`+promocion+`-`) {
-			mine = append(mine, id)
+	for _, node := range framework.RealNodes {
+		out, err := framework.ClusterSh("node", node, "ctr", "containers", "ls", "-q",
+			`labels."io.kubernetes.pod.namespace"==default`).Output()
+		if err != nil {
+			l.T.Fatal(errors.Join(err, errors.New(string(out))))
+		}
+		for _, id := range strings.Fields(string(out)) {
+			info, _ := framework.ClusterSh("node", node, "ctr", "containers", "info", id).Output()
+			if strings.Contains(string(info), `"io.kubernetes.pod.name": "`+promocion+`-`) {
+				mine = append(mine, node+"/"+id)
+			}
 		}
 	}
 	return mine

@@ -15,7 +15,7 @@ import (
 // the README tells a reader to run, then make cluster-down.
 func TestQuickStart(t *testing.T) {
 	if !framework.Env.RealNode {
-		t.Fatal("the quick start needs node-real: it runs unless CLUSTER_NODE=none")
+		t.Fatal("the quick start needs the real nodes: they run unless CLUSTER_NODE=none")
 	}
 	l := newLesson(t)
 	dir := filepath.Join(t.TempDir(), "cluster")

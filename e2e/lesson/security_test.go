@@ -146,13 +146,13 @@ spec: {banner: "no es mío", replicas: 0}
 // make deploy again takes them back with zero writes and no pod restarted.
 func TestConfinedDeployUndeployDeploy(t *testing.T) {
 	if !framework.Env.RealNode {
-		t.Fatal("this test needs node-real: it runs unless CLUSTER_NODE=none")
+		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
 	}
 	l := newLesson(t)
 	l.pushOperatorImage()
 	l.createPullSecret()
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "secret", "registry-credentials") })
-	// tienda-a's pods run on node-real, for real; tienda-b's and fuera's on kwok.
+	// tienda-a's pods run on the real nodes, for real; tienda-b's and fuera's on kwok.
 	l.Kubectl("create", "namespace", "tienda-a")
 	l.Namespace("tienda-b")
 	l.Namespace("fuera")
@@ -291,12 +291,12 @@ func (l *lesson) shops(namespaces []string) string {
 	return b.String()
 }
 
-// serves checks, from node-real, that the Service of promocion in ns serves
+// serves checks, from node-01, that the Service of promocion in ns serves
 // its page with banner, through its ClusterIP.
 func (l *lesson) serves(ns, promocion, banner string) {
 	l.T.Helper()
 	ip := l.Kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
-	l.Eventually(fmt.Sprintf("curl http://%s/ on node-real serves %q", ip, banner), func() error {
+	l.Eventually(fmt.Sprintf("curl http://%s/ on node-01 serves %q", ip, banner), func() error {
 		out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "<h1>"+banner+"</h1>") {
 			return fmt.Errorf("%w: %s", err, out)

@@ -1,7 +1,7 @@
 // Command forward forwards the TCP connections made to one address to
 // another: `forward 10.201.16.141:17443 127.0.0.1:17443`. The local cluster's
 // API server listens on loopback, where this machine's clients reach it and no
-// packet of theirs can leave the machine; node-real's kubelet, kube-proxy and
+// packet of theirs can leave the machine; the real nodes' kubelets, kube-proxies and
 // pods reach it through this, at the host's end of the node's link.
 package main
 
