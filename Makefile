@@ -13,6 +13,7 @@ CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
+.PHONY: dev-on-host dev-in-cluster
 .PHONY: help build run install uninstall build-installer deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
@@ -83,7 +84,8 @@ deps: ## Install the Debian packages that the real node and the tests need (ipta
 k8s-binaries: ## Build etcd, the Kubernetes binaries and the node's (once; cached outside the checkout), and link bin/kubectl.
 	@mkdir -p bin
 	@dir=$$(hack/k8s-binaries.sh) && ln -sf "$$dir/kubectl" bin/kubectl
-	@hack/debian-packages.sh node && hack/node-binaries.sh >/dev/null
+	@# The real nodes' packages and binaries, where they can run (hack/cluster.sh node-support).
+	@if [ -z "$$(hack/cluster.sh node-support)" ]; then hack/debian-packages.sh node && hack/node-binaries.sh >/dev/null; fi
 
 cluster: k8s-binaries ## Start the local cluster in the background (.cluster/): control plane, registry, node-01 and node-02, and kwok's nodes.
 	@hack/cluster.sh up
@@ -92,6 +94,19 @@ cluster-down: ## Stop the local cluster and remove its state.
 	@hack/cluster.sh down
 
 dev: cluster ## The lesson for real on the local cluster: the image pushed to its registry, manifiestos/ applied as they are, rebajas-verano serving.
+	@if hack/cluster.sh real-nodes; then $(MAKE) --no-print-directory dev-in-cluster; else $(MAKE) --no-print-directory dev-on-host; fi
+
+# Where no real node can run (make cluster said why), the lesson's Step 1:
+# the operator on this machine, rebajas-verano's pods on kwok's nodes.
+dev-on-host:
+	$(LOCAL_KUBECTL) apply -f manifiestos/crd.yaml
+	$(LOCAL_KUBECTL) wait --for=condition=Established crd/promociones.tienda.example.com --timeout=60s
+	$(LOCAL_KUBECTL) apply -f manifiestos/ejemplos/rebajas-verano.yaml
+	@echo "The operator runs here, as in the lesson's Step 1 (Ctrl+C stops it); in another terminal:"
+	@echo "  export KUBECONFIG=$(CLUSTER_KUBECONFIG); kubectl get promociones"
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) run .
+
+dev-in-cluster:
 	$(MAKE) image PLATFORMS=linux/$$($(GO) env GOARCH)
 	$(MAKE) push
 	@# Step 4 as the lesson runs it, in its order: the registry's credentials

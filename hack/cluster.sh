@@ -32,7 +32,9 @@
 # data, certificates and the node's files. CLUSTER_PORT (default 16443) is the
 # API server's port; etcd takes the next two. Two clusters with different
 # CLUSTER_DIR and CLUSTER_PORT can run side by side. CLUSTER_NODE=none leaves
-# out the real nodes (they need root and cgroup v1): then every Pod is kwok's.
+# out the real nodes, and CLUSTER_NODE=real insists on them; by default they
+# run where they can (Linux, root, cgroup v1) and, where not, every Pod is
+# kwok's (hack/cluster.sh node-support says why).
 # etcd runs with --unsafe-no-fsync (a test cluster: speed over durability);
 # ETCD_FSYNC=on when etcd starts syncs every write to disk, as in production.
 set -euo pipefail
@@ -45,13 +47,18 @@ api_port=${CLUSTER_PORT:-16443}
 etcd_port=$((api_port + 1))
 peer_port=$((api_port + 2))
 kubeconfig=$dir/kubeconfig
-real_node=${CLUSTER_NODE:-real}
-case $real_node in real | none) ;; *) echo "CLUSTER_NODE is real or none, not $real_node" >&2; exit 2 ;; esac
+real_node=${CLUSTER_NODE:-auto}
+case $real_node in real | none | auto) ;; *) echo "CLUSTER_NODE is real, none or auto, not $real_node" >&2; exit 2 ;; esac
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 say() { echo "cluster: $*" >&2; }
 
 source "$root/hack/node.sh"
+# auto: the real nodes where they can run, kwok's nodes alone where not.
+no_nodes_because=$(node_support)
+if [ "$real_node" = auto ]; then
+	if [ -z "$no_nodes_because" ]; then real_node=real; else real_node=none; fi
+fi
 if [ "$real_node" = real ]; then
 	components+=(forward registry mirror)
 	for n in "${real_nodes[@]}"; do components+=("containerd@$n" "kubelet@$n" "kube-proxy@$n"); done
@@ -320,6 +327,9 @@ up() {
 	# Start what does not run, and leave what runs: a component that died is
 	# started again on the same data, and its log goes on (the evidence).
 	mkdir -p "$dir/logs" "$dir/pids"
+	if [ "${CLUSTER_NODE:-auto}" = auto ] && [ -n "$no_nodes_because" ]; then
+		say "no real node can run here ($no_nodes_because): kwok's nodes only, and the operator runs on this machine, as in the lesson's Step 1 (go run .)"
+	fi
 	if [ -d "$dir/etcd" ]; then say "starting again what does not run; logs in $dir/logs/"; fi
 	if ! pid_of etcd >/dev/null; then
 		port_free etcd "$etcd_port"
@@ -397,6 +407,12 @@ load)
 		node_load "$@"
 	done
 	say "loaded into ${real_nodes[*]}: $*"
+	;;
+real-nodes) # exit 0 if the cluster runs with its real nodes
+	[ "$real_node" = real ] && net_holder >/dev/null
+	;;
+node-support) # why no real node can run on this machine, or nothing
+	echo "$no_nodes_because"
 	;;
 kill-node)
 	use_node "${2:?usage: $0 kill-node NODE}"

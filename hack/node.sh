@@ -84,11 +84,19 @@ in_node() {
 
 in_net() { nsenter --target "$(net_holder)" --net -- "$@"; }
 
+# node_support: why no real node can run on this machine, or nothing if they
+# can. CGROUP_FS stands for /sys/fs/cgroup in the tests.
+node_support() {
+	local fs=${CGROUP_FS:-/sys/fs/cgroup}
+	if [ "$(uname -s)" != Linux ]; then echo "not Linux"; return; fi
+	if [ "$(id -u)" != 0 ]; then echo "not root"; return; fi
+	if [ -f "$fs/cgroup.controllers" ]; then echo "cgroup v2 only: the real nodes run on cgroup v1 for now"; return; fi
+	if [ ! -d "$fs/memory" ] || [ ! -d "$fs/cpu" ]; then echo "no cgroup v1 memory and cpu hierarchies under $fs"; fi
+}
+
 node_check() {
-	[ "$(id -u)" = 0 ] || { say "a real node needs root (or CLUSTER_NODE=none for kwok nodes only)"; exit 1; }
+	[ -z "$no_nodes_because" ] || { say "the real nodes cannot run here: $no_nodes_because (CLUSTER_NODE=none: kwok's nodes only)"; exit 1; }
 	"$root/hack/debian-packages.sh" node
-	[ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/cpu ] ||
-		{ say "a real node needs the cgroup v1 hierarchies under /sys/fs/cgroup"; exit 1; }
 }
 
 # net_up: the cluster's network, before the API server, which listens on

@@ -59,7 +59,9 @@ type Options struct {
 func ClusterSh(args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(Env.Root, "hack", "cluster.sh"), args...)
 	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+Env.ClusterDir, fmt.Sprintf("CLUSTER_PORT=%d", Env.Port))
-	if !Env.RealNode {
+	if Env.RealNode {
+		cmd.Env = append(cmd.Env, "CLUSTER_NODE=real") // fail where they cannot run, rather than fall back
+	} else {
 		cmd.Env = append(cmd.Env, "CLUSTER_NODE=none")
 	}
 	return cmd

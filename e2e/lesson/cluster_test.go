@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,5 +83,74 @@ func TestClusterFailsCleanly(t *testing.T) {
 				t.Errorf("left behind: %q", p)
 			}
 		})
+	}
+}
+
+// Where no real node can run, `make cluster` says why in one line and starts
+// the cluster with kwok's nodes alone, never a stack of errors. This machine
+// can run them, so its cgroup filesystem is stood in for (CGROUP_FS): first
+// node-support's answer for each kind of machine, then a whole cluster up on a
+// machine with cgroup v2 only.
+func TestClusterFallsBackToKwok(t *testing.T) {
+	root := framework.Env.Root
+	sh := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), args...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "CLUSTER_NODE=") { // auto, the default
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	fake := func(entries ...string) string {
+		dir := t.TempDir()
+		for _, e := range entries {
+			var err error
+			if strings.HasSuffix(e, "/") {
+				err = os.MkdirAll(filepath.Join(dir, e), 0o755)
+			} else {
+				err = os.WriteFile(filepath.Join(dir, e), []byte("cpu memory pids\n"), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	v2 := fake("cgroup.controllers", "cgroup.subtree_control")
+	for _, c := range []struct{ machine, fs, want string }{
+		{"cgroup v2 only (most current distributions)", v2, "cgroup v2 only"},
+		{"no cgroups mounted", fake(), "no cgroup v1 memory and cpu hierarchies"},
+		{"cgroup v1 (this project's machines)", fake("memory/", "cpu/", "unified/"), ""},
+	} {
+		out, err := sh([]string{"CGROUP_FS=" + c.fs, "CLUSTER_DIR=" + t.TempDir()}, "node-support")
+		if got := strings.TrimSpace(out); err != nil || (c.want == "" && got != "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: hack/cluster.sh node-support says %q (%v), want %q", c.machine, got, err, c.want)
+		}
+	}
+
+	dir, port := t.TempDir(), "17943"
+	env := []string{"CGROUP_FS=" + v2, "CLUSTER_DIR=" + dir, "CLUSTER_PORT=" + port}
+	t.Cleanup(func() { _, _ = sh(env, "down") })
+	out, err := sh(env, "up")
+	if err != nil {
+		t.Fatalf("hack/cluster.sh up on a cgroup v2 machine: %v\n%s", err, out)
+	}
+	said := regexp.MustCompile(`(?m)^cluster: no real node can run here \(cgroup v2 only.*\): kwok's nodes only, and the operator runs on this machine`).FindAllString(out, -1)
+	if len(said) != 1 || strings.Contains(out, "failed") || strings.Contains(out, "starting node-") {
+		t.Errorf("want one line saying why there is no real node, and no node started; got:\n%s", out)
+	}
+	nodes, err := exec.Command(framework.Env.KubectlBin, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "get", "nodes", "-o", "name").Output()
+	if got := strings.Fields(string(nodes)); err != nil || !slices.Equal(got, []string{"node/kwok-01", "node/kwok-02"}) {
+		t.Errorf("the cluster's nodes: %v (%v), want kwok's two alone", got, err)
+	}
+	if _, err := sh(env, "real-nodes"); err == nil {
+		t.Errorf("hack/cluster.sh real-nodes says the cluster has real nodes")
+	}
+	t.Logf("%s", said[0])
+	if out, err := sh(env, "down"); err != nil {
+		t.Errorf("hack/cluster.sh down: %v\n%s", err, out)
 	}
 }
