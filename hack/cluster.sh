@@ -124,7 +124,7 @@ kill_control_plane() {
 	# before it closes its sockets: wait for each to be gone or a zombie (whose
 	# sockets are closed), or a restarted API server finds its port taken.
 	for pid in "${pids[@]}"; do
-		for _ in $(seq 200); do
+		for _ in $(seq 600); do
 			[ -r "/proc/$pid/stat" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || break
 			sleep 0.05
 		done
@@ -161,11 +161,15 @@ wait_for() { # NAME SECONDS COMMAND...: wait until COMMAND succeeds while NAME l
 	fail "$name" "not ready after ${secs}s"
 }
 
-port_free() { # NAME PORT
-	if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then
-		say "$1 cannot start: port $2 is already in use (set CLUSTER_PORT to move the cluster)"
-		exit 1
-	fi
+port_free() { # NAME PORT: fail, naming who listens, unless PORT is free within port_wait seconds
+	local i
+	for ((i = 0; i <= ${port_wait:-0} * 10; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null || return 0
+		sleep 0.1
+	done
+	say "$1 cannot start: port $2 is already in use (set CLUSTER_PORT to move the cluster)"
+	ss -Hltnp "sport = :$2" 2>/dev/null | sed 's/^/    listening: /' >&2 || true
+	exit 1
 }
 
 certificates() {
@@ -455,6 +459,9 @@ save | restore)
 	else
 		kill_control_plane
 		rm -rf "$dir/etcd" && cp -a "$dir/etcd-saved" "$dir/etcd"
+		# A killed process may hold its port a moment longer: CI once found
+		# the API server's taken right after a kill.
+		port_wait=15
 	fi
 	up
 	;;
