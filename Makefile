@@ -13,7 +13,7 @@ CLUSTER_KUBECONFIG = $(CLUSTER_DIR)/kubeconfig
 LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
-.PHONY: dev-on-host dev-in-cluster
+.PHONY: dev-on-host dev-in-cluster leccion
 .PHONY: help build run install uninstall build-installer deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
@@ -148,6 +148,9 @@ test: vet lint k8s-binaries ## Run every test: unit and integration against a re
 e2e: k8s-binaries ## The end-to-end suites, e2e/lesson, e2e/chaos (short) and e2e/bench (small), one at a time, each on a cluster of its own.
 	@hack/debian-packages.sh node chromium
 	$(GO) test -count=1 -timeout 30m -p 1 -v ./e2e/...
+
+leccion: k8s-binaries ## Write docs/leccion.md again: the lesson's Steps 1 to 9 as they run on the local cluster (make test checks it).
+	LECCION_WRITE=1 $(GO) test -count=1 -timeout 20m -v -run 'TestLeccion$$' ./e2e/lesson/
 
 bench: k8s-binaries ## Benchmarks at full scale, beside the lesson's operator and a plain client (about 80 minutes): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
