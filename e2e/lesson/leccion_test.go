@@ -89,7 +89,7 @@ func TestLeccion(t *testing.T) {
 		logs, err := l.TryKubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
 		recovery = firstMatch(logs, `Starting workers`)
 		if recovery == "" {
-			return fmt.Errorf("no workers yet: %v", err)
+			return fmt.Errorf("no workers yet: %w", err)
 		}
 		return nil
 	})
@@ -127,7 +127,7 @@ func TestLeccion(t *testing.T) {
 	l.Eventually("the garbage collector removes the children and the pods", func() error {
 		out, err := l.TryKubectl("get", "all,configmap", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o", "name")
 		if err != nil || out != "" {
-			return fmt.Errorf("still there: %s %v", out, err)
+			return fmt.Errorf("still there: %s %w", out, err)
 		}
 		return nil
 	})
