@@ -443,6 +443,9 @@ nodes_down() {
 			while kill -0 "$unshare" 2>/dev/null; do sleep 0.05; done
 		fi
 	done
+	# The kernel takes a namespace's links down a moment after its last
+	# process: this machine's end goes now, and with it the pair.
+	ip link del "$host_veth" 2>/dev/null || true
 	# A cgroup goes once its last process has; that may take the kernel a moment.
 	for _ in $(seq 50); do
 		for c in /sys/fs/cgroup/*/"$cgroup_root"; do

@@ -245,7 +245,9 @@ func mask(s string) string {
 		{`(operador-promociones|rebajas-verano)-[a-z0-9]{8,10}\b`, "$1-<replicaset>"},
 		{`\b(\d+(\.\d+)?(ms|s|m|h|d))+\b`, "<age>"},
 		{`"GOMEMLIMIT": \d+`, `"GOMEMLIMIT": <bytes>`},
-		{`\.go:\d+`, ".go:<line>"},
+		// The caller's folder is the checkout's name for a go build, the
+		// module's for the image's -trimpath one.
+		{`[\w.-]+/(\w+\.go):\d+`, "$1:<line>"},
 		{`\bnode-0[12]\b`, "<node>"},
 	} {
 		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
