@@ -333,8 +333,13 @@ func (o *Operator) Stop(t *testing.T) {
 // FirstLine is the first line of the log matching pattern ("" for the first line).
 func (o *Operator) FirstLine(pattern string) string {
 	b, _ := os.ReadFile(o.Log)
+	return FirstMatch(string(b), pattern)
+}
+
+// FirstMatch is the first line of s matching pattern, or "".
+func FirstMatch(s, pattern string) string {
 	re := regexp.MustCompile(pattern)
-	for line := range strings.SplitSeq(string(b), "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		if re.MatchString(line) {
 			return line
 		}

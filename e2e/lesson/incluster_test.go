@@ -42,12 +42,7 @@ func TestLessonInCluster(t *testing.T) {
 	}
 	l := newLesson(t)
 	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
-	l.T.Cleanup(func() {
-		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
-			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", manifest(f))
-		}
-		_, _ = l.TryKubectl("delete", "secret", "--ignore-not-found", "registry-credentials")
-	})
+	l.removeOperatorAtCleanup()
 	l.Kubectl("delete", "--ignore-not-found", "-f", manifest("rbac.yaml"))
 	_ = framework.ClusterSh("node", "ctr", "images", "rm", operatorImage).Run() // a node that never pulled it
 
@@ -124,16 +119,12 @@ func TestLessonInCluster(t *testing.T) {
 	l.checkPage(framework.LessonBanner)
 
 	l.Step("7", "the leader's Pod deleted: the Lease passes to another replica, and the Deployment makes a third")
-	lease := func() string {
-		holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
-		return strings.Split(holder, "_")[0]
-	}
-	old := lease()
+	old := l.leaseHolder()
 	l.Kubectl("delete", "pod", old, "--wait=false")
 	deleted := time.Now()
 	var next string
 	l.Eventually("another replica holds the Lease", func() error {
-		if next = lease(); next == "" || next == old {
+		if next = l.leaseHolder(); next == "" || next == old {
 			return fmt.Errorf("holder %q", next)
 		}
 		return nil
@@ -194,6 +185,23 @@ func TestLessonInCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// removeOperatorAtCleanup removes, when the test ends, what running the
+// operator in the cluster took: manifiestos/ but the CRD, and the pull secret.
+func (l *lesson) removeOperatorAtCleanup() {
+	l.T.Cleanup(func() {
+		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
+			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", f))
+		}
+		_, _ = l.TryKubectl("delete", "secret", "--ignore-not-found", "registry-credentials")
+	})
+}
+
+// leaseHolder is the Pod that holds the operator's Lease, or "".
+func (l *lesson) leaseHolder() string {
+	holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
+	return strings.Split(holder, "_")[0]
 }
 
 // pushOperatorImage builds the operator's image, as make image does, and

@@ -23,13 +23,8 @@ func TestLeccion(t *testing.T) {
 	l := newLesson(t)
 	tr := &transcript{l: l}
 	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
-	t.Cleanup(func() {
-		_, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found")
-		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml"} {
-			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", manifest(f))
-		}
-		_, _ = l.TryKubectl("delete", "secret", "--ignore-not-found", "registry-credentials")
-	})
+	l.removeOperatorAtCleanup()
+	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found") })
 
 	tr.step("1", "go run .", "The operator on this machine, with the admin's kubeconfig, and the lesson's Promocion. Of its start-up log, the lines the lesson shows; the last says `\"worker count\": 16` where the lesson's says 1, because this operator reconciles 16 Promociones at once (`--max-concurrent-reconciles`):")
 	l.Kubectl("apply", "-f", manifest("ejemplos/rebajas-verano.yaml"))
@@ -74,7 +69,7 @@ func TestLeccion(t *testing.T) {
 	var firstRefusal string
 	l.Eventually("the API server refuses the operator", func() error {
 		logs, err := l.TryKubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
-		firstRefusal = firstMatch(logs, refused)
+		firstRefusal = framework.FirstMatch(logs, refused)
 		if firstRefusal == "" {
 			return fmt.Errorf("no refusal yet in:\n%s", logs)
 		}
@@ -87,7 +82,7 @@ func TestLeccion(t *testing.T) {
 	var recovery string
 	l.Eventually("a replica leads, and starts its workers", func() error {
 		logs, err := l.TryKubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
-		recovery = firstMatch(logs, `Starting workers`)
+		recovery = framework.FirstMatch(logs, `Starting workers`)
 		if recovery == "" {
 			return fmt.Errorf("no workers yet: %w", err)
 		}
@@ -136,7 +131,7 @@ func TestLeccion(t *testing.T) {
 	var gone string
 	l.Eventually("the operator's last reconciliation", func() error {
 		logs, _ := l.TryKubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
-		if gone = firstMatch(logs, `Promocion gone`); gone == "" {
+		if gone = framework.FirstMatch(logs, `Promocion gone`); gone == "" {
 			return fmt.Errorf("not in the logs yet")
 		}
 		return nil
@@ -254,17 +249,6 @@ func mask(s string) string {
 	}
 	// Columns realign when a masked field changes width.
 	return regexp.MustCompile(`[ \t]+`).ReplaceAllString(s, " ")
-}
-
-// firstMatch is the first line of s matching pattern, or "".
-func firstMatch(s, pattern string) string {
-	re := regexp.MustCompile(pattern)
-	for l := range strings.SplitSeq(s, "\n") {
-		if re.MatchString(l) {
-			return l
-		}
-	}
-	return ""
 }
 
 // faseChanges keeps, of kubectl get promociones -w's output, the header, the

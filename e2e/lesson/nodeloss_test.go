@@ -114,18 +114,8 @@ func (l *lesson) deployInCluster() {
 	l.T.Helper()
 	l.pushOperatorImage()
 	l.createPullSecret()
+	l.removeOperatorAtCleanup()
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos"))
-	l.T.Cleanup(func() {
-		for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
-			_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", filepath.Join(l.Root, "manifiestos", f))
-		}
-		_, _ = l.TryKubectl("delete", "secret", "--ignore-not-found", "registry-credentials")
-	})
-}
-
-func (l *lesson) leaseHolder() string {
-	holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
-	return strings.Split(holder, "_")[0]
 }
 
 func (l *lesson) nodeReady(node, want string) error {
