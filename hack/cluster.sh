@@ -33,7 +33,7 @@
 # API server's port; etcd takes the next two. Two clusters with different
 # CLUSTER_DIR and CLUSTER_PORT can run side by side. CLUSTER_NODE=none leaves
 # out the real nodes, and CLUSTER_NODE=real insists on them; by default they
-# run where they can (Linux, root, cgroup v1) and, where not, every Pod is
+# run where they can (Linux, root, cgroup v1 or v2) and, where not, every Pod is
 # kwok's (hack/cluster.sh node-support says why).
 # etcd runs with --unsafe-no-fsync (a test cluster: speed over durability);
 # ETCD_FSYNC=on when etcd starts syncs every write to disk, as in production.

@@ -20,8 +20,9 @@
 # - a PID namespace, whose first process (pause) reaps orphans. Killing it
 #   kills every process of the node, containerd's shims and the containers
 #   too: `hack/cluster.sh kill-node node-02` is a machine lost.
-# - cgroups under /operador-<port>/<node> in each cgroup v1 hierarchy,
-#   removed on down.
+# - cgroups: on cgroup v1, /operador-<port>/<node> in each hierarchy, for
+#   the pods; on cgroup v2, a cgroup delegated to the node, and a cgroup
+#   namespace rooted there (see "cgroup v2" below). Removed on down.
 # - the registry, the meeting point of the lesson's Step 4: the CNCF
 #   Distribution registry, listening on this machine's end of the network only
 #   (so only this machine and the nodes reach it), with TLS under the lesson's
@@ -46,6 +47,11 @@ net_base=10.201.$((net_link / 32)).$((net_link % 32 * 8))
 host_ip=${net_base%.*}.$((${net_base##*.} + 1))
 host_veth=opn$api_port
 cgroup_root=operador-$api_port
+cgroup_fs=${CGROUP_FS:-/sys/fs/cgroup} # CGROUP_FS stands for it in the tests
+# The controllers a node's cgroup must have on cgroup v2, as kind's node
+# checks (CGROUP_V2_CONTROLLERS stands for them in the tests, on this
+# project's machines, whose cgroup2 has only hugetlb: the rest are cgroup v1's).
+cgroup_v2_controllers=${CGROUP_V2_CONTROLLERS:-cpu memory pids}
 pod_cidrs=10.244.0.0/16
 registry_host=registry.iximiuz.com # the lesson's: deploy.yaml's image names it
 registry_addr=$host_ip:443
@@ -77,21 +83,122 @@ node_holder() { # the node's PID 1, as this machine sees it
 	cat "/proc/$unshare/task/$unshare/children" 2>/dev/null | awk '{print $1}' | grep .
 }
 
-# in_node CMD...: run CMD in the node's mount, network and PID namespaces.
+# in_node CMD...: run CMD in the node's mount, network and PID namespaces,
+# and its cgroup namespace on cgroup v2.
 in_node() {
-	nsenter --target "$(node_holder)" --mount --net --pid -- "$@"
+	local ns
+	node_ns
+	nsenter --target "$(node_holder)" "${ns[@]}" -- "$@"
 }
 
 in_net() { nsenter --target "$(net_holder)" --net -- "$@"; }
 
-# node_support: why no real node can run on this machine, or nothing if they
-# can. CGROUP_FS stands for /sys/fs/cgroup in the tests.
+# cgroup_version: v2 where one unified hierarchy is mounted, v1 where the
+# controllers have hierarchies of their own (the unified one, if any, empty
+# beside them, as on this project's machines), nothing where neither is.
+cgroup_version() {
+	if [ -f "$cgroup_fs/cgroup.controllers" ]; then
+		echo v2
+	elif [ -d "$cgroup_fs/memory" ] && [ -d "$cgroup_fs/cpu" ]; then
+		echo v1
+	fi
+}
+cgroups=$(cgroup_version)
+
+# node_support: why no real node can run on this machine, or nothing if they can.
 node_support() {
-	local fs=${CGROUP_FS:-/sys/fs/cgroup}
 	if [ "$(uname -s)" != Linux ]; then echo "not Linux"; return; fi
 	if [ "$(id -u)" != 0 ]; then echo "not root"; return; fi
-	if [ -f "$fs/cgroup.controllers" ]; then echo "cgroup v2 only: the real nodes run on cgroup v1 for now"; return; fi
-	if [ ! -d "$fs/memory" ] || [ ! -d "$fs/cpu" ]; then echo "no cgroup v1 memory and cpu hierarchies under $fs"; fi
+	case $cgroups in
+	v1) ;;
+	v2)
+		local missing
+		missing=$(cgroup_missing "$cgroup_fs/cgroup.controllers")
+		if [ -n "$missing" ]; then echo "cgroup v2 without the $missing controller(s)"; return; fi
+		# A cgroup other than the hierarchy's root (cgroup.type), with processes
+		# in it (a container's, seen from inside): it hands no controller
+		# down, and the processes are not ours to move.
+		if ! cgroup_v2_systemd && [ -f "$cgroup_fs/cgroup.type" ] && [ -n "$(cgroup_missing "$cgroup_fs/cgroup.subtree_control")" ] &&
+			[ -n "$(head -c1 "$cgroup_fs/cgroup.procs")" ]; then
+			echo "cgroup v2, seen from a cgroup with processes of its own (a container?): no subtree can be delegated to the nodes"
+		fi
+		;;
+	*) echo "no cgroup v1 memory and cpu hierarchies and no cgroup v2 under $cgroup_fs" ;;
+	esac
+}
+
+# cgroup v2, the kubelet's native mode, as kind's node runs it: each node has
+# a cgroup delegated to it, C, and a cgroup namespace rooted at C, with
+# cgroup2 mounted afresh in its mount namespace, so that its kubelet sees C as
+# the root and makes /kubepods in it (cgroupfs driver, cgroupRoot /). The
+# node's own processes (its PID 1, containerd, the kubelet, kube-proxy) sit
+# in the leaf C/init: a cgroup that hands controllers down to its children may
+# hold no process itself. C is
+# - where systemd runs this machine (it owns the tree), a transient scope with
+#   Delegate=yes, made by systemd-run, which systemd removes when it empties;
+# - elsewhere (WSL, OpenRC, a container), <cgroup_fs>/operador-<port>/<node>,
+#   at the hierarchy's root as Docker's cgroupfs driver makes its own. The
+#   controllers that the root did not hand down yet are enabled there, and
+#   put back on down.
+# This project's machines have cgroup v1: the v2 path is tested there only
+# step by step, on their cgroup2 with its one controller (TestNodeCgroupV2).
+
+cgroup_v2_systemd() { [ -z "${CGROUP_FS:-}" ] && [ -d /run/systemd/system ] && command -v systemd-run >/dev/null; }
+
+cgroup_missing() { # FILE: the node's controllers that FILE (cgroup.controllers, or cgroup.subtree_control) does not list
+	local c out=""
+	for c in $cgroup_v2_controllers; do grep -qw "$c" "$1" 2>/dev/null || out+="$c "; done
+	echo "${out% }"
+}
+
+cgroup_enable() { # DIR: DIR hands the node's controllers down to its children
+	local c
+	for c in $(cgroup_missing "$1/cgroup.subtree_control"); do
+		echo "+$c" >"$1/cgroup.subtree_control" || { say "cannot enable the $c controller in $1"; return 1; }
+		# At the root, what was enabled and which cgroups were there: see cgroups_down.
+		if [ "$1" = "$cgroup_fs" ]; then
+			echo "$c" >>"$dir/cgroup-root-enabled"
+			[ -f "$dir/cgroup-root-children" ] || find "$cgroup_fs" -mindepth 1 -maxdepth 1 -type d >"$dir/cgroup-root-children"
+		fi
+	done
+}
+
+# enter_cgroup DIR: into the array enter, a prefix that runs a command in the cgroup DIR.
+enter_cgroup() { enter=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$1"); }
+
+# node_ns: into the array ns, the node's namespaces, as nsenter's flags.
+node_ns() {
+	ns=(--mount --net --pid)
+	if [ "$cgroups" = v2 ]; then ns+=(--cgroup); fi
+}
+
+# node_cgroup: the cgroup delegated to the node (v2), recorded when it started.
+node_cgroup() { cat "$node_dir/cgroup"; }
+
+# cgroup_v2_enter: into the array enter, how to start the node's first process in C.
+cgroup_v2_enter() {
+	if cgroup_v2_systemd; then
+		enter=(systemd-run --scope --quiet --collect "--unit=$cgroup_root-$node_name" --property=Delegate=yes --)
+	else
+		cgroup_enable "$cgroup_fs"
+		mkdir -p "$cgroup_fs/$cgroup_root/$node_name"
+		cgroup_enable "$cgroup_fs/$cgroup_root"
+		enter_cgroup "$cgroup_fs/$cgroup_root/$node_name"
+	fi
+}
+
+# cgroup_v2_delegate: once the node's first process runs in C, move the
+# node's processes to C/init and let C hand its controllers down.
+cgroup_v2_delegate() {
+	local c pid
+	c=$cgroup_fs$(sed -n 's/^0:://p' "/proc/$(cat "$dir/pids/node@$node_name")/cgroup")
+	echo "$c" >"$node_dir/cgroup"
+	mkdir -p "$c/init"
+	for _ in $(seq 10); do
+		[ -n "$(head -c1 "$c/cgroup.procs")" ] || break
+		for pid in $(cat "$c/cgroup.procs"); do echo "$pid" >"$c/init/cgroup.procs" 2>/dev/null || true; done
+	done
+	cgroup_enable "$c"
 }
 
 node_check() {
@@ -124,36 +231,46 @@ net_up() {
 # node_net_up: the node's namespaces and its link to the network.
 node_net_up() {
 	say "starting $node_name's namespaces ($node_ip)"
-	# A node whose namespaces died comes back as a new machine would: empty.
-	rm -rf "$node_dir/var-lib" "$node_dir/var-log"
-	mkdir -p "$node_dir/var-lib" "$node_dir/var-log" "$node_dir/sysctl" "$node_dir/cni"
-	setsid unshare --mount --net --pid --fork --mount-proc --kill-child=SIGKILL "$dir/pause-root/pause" \
-		>"$dir/logs/$node_name.log" 2>&1 </dev/null &
-	echo $! >"$dir/pids/node@$node_name"
-	for _ in $(seq 50); do node_holder >/dev/null && break; sleep 0.1; done
-	local holder routes="" i
-	holder=$(node_holder) || fail "$node_name" "its namespaces did not start"
-	ip link add "$node_name" netns "$(net_holder)" type veth peer name eth0 netns "$holder"
+	node_ns_up
+	local routes="" i
+	ip link add "$node_name" netns "$(net_holder)" type veth peer name eth0 netns "$(node_holder)"
 	in_net ip link set "$node_name" master br0 up
 	for i in "${!real_nodes[@]}"; do # the other nodes' pods, through their node
 		[ "$((i + 1))" = "$node_num" ] || routes+="ip route add 10.244.$((i + 1)).0/24 via $(node_ip_of $((i + 1)));"
 	done
 	in_node sh -ec "ip link set lo up; ip addr add $node_ip/29 dev eth0; ip link set eth0 up; ip route add default via $host_ip; $routes"
-	# The node's own filesystem: see the top of this file.
+}
+
+# node_ns_up: the node's namespaces, its cgroup and its own filesystem (see the top).
+node_ns_up() {
+	# A node whose namespaces died comes back as a new machine would: empty.
+	rm -rf "$node_dir/var-lib" "$node_dir/var-log"
+	mkdir -p "$node_dir/var-lib" "$node_dir/var-log" "$node_dir/sysctl" "$node_dir/cni" "$dir/pids" "$dir/logs"
+	local enter=() ns
+	node_ns
+	if [ "$cgroups" = v2 ]; then cgroup_v2_enter; fi
+	setsid "${enter[@]}" unshare "${ns[@]}" --fork --mount-proc --kill-child=SIGKILL "$dir/pause-root/pause" \
+		>"$dir/logs/$node_name.log" 2>&1 </dev/null &
+	echo $! >"$dir/pids/node@$node_name"
+	for _ in $(seq 50); do node_holder >/dev/null && break; sleep 0.1; done
+	node_holder >/dev/null || fail "$node_name" "its namespaces did not start"
+	if [ "$cgroups" = v2 ]; then cgroup_v2_delegate; fi
 	printf '127.0.0.1 localhost %s\n::1 localhost\n%s %s\n' "$node_name" "$host_ip" "$registry_host" >"$node_dir/hosts"
 	local sysctls="vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000"
 	in_node sh -ec '
-		d=$1
-		shift
+		d=$1 cgroups=$2
+		shift 2
 		mount -n -t tmpfs -o mode=755 tmpfs /run
 		mount -n --bind "$d/var-lib" /var/lib
 		mount -n --bind "$d/var-log" /var/log
 		mount -n --bind "$d/hosts" /etc/hosts
+		# Mounted from inside its cgroup namespace, cgroup2 shows the node its own cgroup as the root.
+		if [ "$cgroups" = v2 ]; then mount -n -t cgroup2 cgroup2 /sys/fs/cgroup; fi
 		for kv in "$@"; do
 			f=$d/sysctl/$(echo "${kv%=*}" | tr / .)
 			echo "${kv#*=}" >"$f"
 			mount -n --bind "$f" "/proc/sys/${kv%=*}"
-		done' sh "$node_dir" $sysctls
+		done' sh "$node_dir" "$cgroups" $sysctls
 }
 
 node_certificates() { # client and serving certificates of the node's kubelet, and kube-proxy's
@@ -311,14 +428,17 @@ EOF
   ]
 }
 EOF
+	# The pods' cgroups: on cgroup v1 under the node's own, on v2 at the root
+	# of its cgroup namespace. No systemd as the node's PID 1: cgroupfs.
+	local pods_cgroup=/$cgroup_root/$node_name
+	if [ "$cgroups" = v2 ]; then pods_cgroup=/; fi
 	same_or_write "$node_dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$node_dir/containerd.sock
-# cgroup v1, and no systemd as PID 1.
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupRoot: /$cgroup_root/$node_name
+cgroupRoot: $pods_cgroup
 failSwapOn: false
 address: $node_ip
 healthzBindAddress: 127.0.0.1
@@ -355,24 +475,27 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 EOF
 }
 
-node_cgroups_up() {
-	local c
-	for c in /sys/fs/cgroup/*/; do
+# node_cgroups_v1_up: the pods' cgroups on cgroup v1, in each hierarchy.
+node_cgroups_v1_up() {
+	local c d
+	for c in "$cgroup_fs"/*/; do
 		[ -f "$c/cgroup.procs" ] || continue # the empty cgroup2 beside them is not one of these
 		mkdir -p "$c$cgroup_root/$node_name"
 	done
-	local d
 	for d in "$cgroup_root" "$cgroup_root/$node_name"; do
-		cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$d/cpuset.cpus"
-		cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$d/cpuset.mems"
+		cat "$cgroup_fs/cpuset/cpuset.cpus" >"$cgroup_fs/cpuset/$d/cpuset.cpus"
+		cat "$cgroup_fs/cpuset/cpuset.mems" >"$cgroup_fs/cpuset/$d/cpuset.mems"
 	done
 }
 
-# start_in_node NAME COMMAND...: start NAME@node, in the node's namespaces.
+# start_in_node NAME COMMAND...: start NAME@node, in the node's namespaces
+# (and, on cgroup v2, in its cgroup's leaf, C/init).
 start_in_node() {
-	local name=$1
+	local name=$1 enter=() ns
 	shift
-	start "$name@$node_name" nsenter --target "$(node_holder)" --mount --net --pid -- env PATH="$node_bin:$PATH" "$@"
+	node_ns
+	if [ "$cgroups" = v2 ]; then enter_cgroup "$(node_cgroup)/init"; fi
+	start "$name@$node_name" "${enter[@]}" nsenter --target "$(node_holder)" "${ns[@]}" -- env PATH="$node_bin:$PATH" "$@"
 }
 
 # node_load TARBALL...: import images into the node's containerd, as `kind load
@@ -394,7 +517,7 @@ node_running() { # every process of the node alive
 node_up() {
 	node_certificates
 	node_config
-	node_cgroups_up
+	if [ "$cgroups" = v1 ]; then node_cgroups_v1_up; fi
 	up_one "containerd@$node_name" || start_in_node containerd "$node_bin/containerd" --config "$node_dir/containerd.toml"
 	wait_for "containerd@$node_name" 30 "$node_bin/ctr" --address "$node_dir/containerd.sock" version
 	# The pods' sandbox image, which the kubelet never pulls.
@@ -435,7 +558,7 @@ kill_node() {
 # remove what they left on this machine: their cgroups. Their namespaces,
 # links, mounts and netfilter rules go with their last process.
 nodes_down() {
-	local f unshare c
+	local f unshare
 	for f in "$dir"/pids/node@* "$dir/pids/network"; do
 		[ -f "$f" ] || continue
 		if unshare=$(cat "$f") && kill -0 "$unshare" 2>/dev/null; then
@@ -446,14 +569,55 @@ nodes_down() {
 	# The kernel takes a namespace's links down a moment after its last
 	# process: this machine's end goes now, and with it the pair.
 	ip link del "$host_veth" 2>/dev/null || true
+	cgroups_down
+}
+
+# cgroups_down: remove the nodes' cgroups, once their processes are gone, and
+# put back what cgroup_enable changed at the root of cgroup v2.
+cgroups_down() {
+	local c f left trees=()
+	if [ "$cgroups" = v1 ]; then
+		trees=("$cgroup_fs"/*/"$cgroup_root")
+	else
+		trees=("$cgroup_fs/$cgroup_root")
+		for f in "$dir"/*/cgroup; do [ -f "$f" ] && trees+=("$(cat "$f")"); done
+	fi
 	# A cgroup goes once its last process has; that may take the kernel a moment.
 	for _ in $(seq 50); do
-		for c in /sys/fs/cgroup/*/"$cgroup_root"; do
-			if [ -d "$c" ]; then find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+		left=()
+		for c in "${trees[@]}"; do
+			[ -d "$c" ] || continue
+			if cgroup_v2_systemd && [ "$c" != "$cgroup_fs/$cgroup_root" ]; then
+				# A scope: what is in it is ours, the scope systemd's, which removes it once empty.
+				find "$c" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+			else
+				find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || true
+			fi
+			if [ -d "$c" ]; then left+=("$c"); fi
 		done
-		compgen -G "/sys/fs/cgroup/*/$cgroup_root" >/dev/null || return 0
+		[ ${#left[@]} = 0 ] && break
 		sleep 0.1
 	done
-	say "could not remove the cgroups $(echo /sys/fs/cgroup/*/"$cgroup_root")"
-	return 1
+	if [ ${#left[@]} != 0 ]; then
+		say "could not remove the cgroups ${left[*]}"
+		return 1
+	fi
+	rm -f "$dir"/*/cgroup
+	cgroup_root_put_back
+}
+
+# cgroup_root_put_back: disable at the root of cgroup v2 the controllers that
+# cgroup_enable enabled there, unless a cgroup made since may use them
+# (disabling one takes it from every cgroup below): then say so, and leave them.
+cgroup_root_put_back() {
+	[ -f "$dir/cgroup-root-enabled" ] || return 0
+	local c
+	if find "$cgroup_fs" -mindepth 1 -maxdepth 1 -type d | grep -vxFf "$dir/cgroup-root-children" | grep -q .; then
+		say "left the $(tr '\n' ' ' <"$dir/cgroup-root-enabled")controller(s) enabled at $cgroup_fs: cgroups made since the nodes started may use them"
+	else
+		for c in $(cat "$dir/cgroup-root-enabled"); do
+			echo "-$c" >"$cgroup_fs/cgroup.subtree_control" || say "could not disable the $c controller at $cgroup_fs again"
+		done
+	fi
+	rm -f "$dir/cgroup-root-enabled" "$dir/cgroup-root-children"
 }

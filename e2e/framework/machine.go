@@ -41,6 +41,7 @@ func machineState() state {
 		"mounts":          lines("cat", "/proc/mounts"),
 		"firewall rules":  lines("iptables-save"),
 		"cgroups":         dirs("/sys/fs/cgroup/*/*/"),
+		"cgroup v2 root":  subtreeControl(),
 		"/run":            dirs("/run/*"),
 		"/var/lib":        dirs("/var/lib/*"),
 		"/var/log":        dirs("/var/log/*"),
@@ -61,6 +62,18 @@ func machineState() state {
 		}
 	}
 	return s
+}
+
+// subtreeControl: what the root of cgroup v2 hands down, on this machine's
+// cgroup2 beside cgroup v1, or on a machine with cgroup v2 alone.
+func subtreeControl() []string {
+	var found []string
+	for _, f := range []string{"/sys/fs/cgroup/unified/cgroup.subtree_control", "/sys/fs/cgroup/cgroup.subtree_control"} {
+		if b, err := os.ReadFile(f); err == nil {
+			found = append(found, f+": "+strings.TrimSpace(string(b)))
+		}
+	}
+	return found
 }
 
 // diff says what after has that s had not, and the reverse.

@@ -90,7 +90,7 @@ func TestClusterFailsCleanly(t *testing.T) {
 // the cluster with kwok's nodes alone, never a stack of errors. This machine
 // can run them, so its cgroup filesystem is stood in for (CGROUP_FS): first
 // node-support's answer for each kind of machine, then a whole cluster up on a
-// machine with cgroup v2 only.
+// machine with no cgroups.
 func TestClusterFallsBackToKwok(t *testing.T) {
 	root := framework.Env.Root
 	sh := func(env []string, args ...string) (string, error) {
@@ -104,14 +104,15 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// fake makes a cgroup filesystem: "name/" a folder, "name=text" a file.
 	fake := func(entries ...string) string {
 		dir := t.TempDir()
 		for _, e := range entries {
 			var err error
-			if strings.HasSuffix(e, "/") {
-				err = os.MkdirAll(filepath.Join(dir, e), 0o755)
+			if name, text, ok := strings.Cut(e, "="); ok {
+				err = os.WriteFile(filepath.Join(dir, name), []byte(text+"\n"), 0o644)
 			} else {
-				err = os.WriteFile(filepath.Join(dir, e), []byte("cpu memory pids\n"), 0o644)
+				err = os.MkdirAll(filepath.Join(dir, e), 0o755)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -119,10 +120,13 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 		}
 		return dir
 	}
-	v2 := fake("cgroup.controllers", "cgroup.subtree_control")
 	for _, c := range []struct{ machine, fs, want string }{
-		{"cgroup v2 only (most current distributions)", v2, "cgroup v2 only"},
-		{"no cgroups mounted", fake(), "no cgroup v1 memory and cpu hierarchies"},
+		{"cgroup v2 (most current distributions)", fake("cgroup.controllers=cpuset cpu io memory pids", "cgroup.subtree_control=", "cgroup.procs=1"), ""},
+		{"cgroup v2 without the pids controller", fake("cgroup.controllers=cpu memory", "cgroup.subtree_control=", "cgroup.procs="), "cgroup v2 without the pids controller(s)"},
+		{"cgroup v2, inside a container's cgroup", fake("cgroup.controllers=cpu memory pids", "cgroup.type=domain", "cgroup.subtree_control=", "cgroup.procs=1"),
+			"cgroup v2, seen from a cgroup with processes of its own"},
+		{"cgroup v2, inside a container whose processes were moved down", fake("cgroup.controllers=cpu memory pids", "cgroup.type=domain", "cgroup.subtree_control=cpu memory pids", "cgroup.procs="), ""},
+		{"no cgroups mounted", fake(), "no cgroup v1 memory and cpu hierarchies and no cgroup v2"},
 		{"cgroup v1 (this project's machines)", fake("memory/", "cpu/", "unified/"), ""},
 	} {
 		out, err := sh([]string{"CGROUP_FS=" + c.fs, "CLUSTER_DIR=" + t.TempDir()}, "node-support")
@@ -132,13 +136,13 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 	}
 
 	dir, port := t.TempDir(), "17943"
-	env := []string{"CGROUP_FS=" + v2, "CLUSTER_DIR=" + dir, "CLUSTER_PORT=" + port}
+	env := []string{"CGROUP_FS=" + fake(), "CLUSTER_DIR=" + dir, "CLUSTER_PORT=" + port}
 	t.Cleanup(func() { _, _ = sh(env, "down") })
 	out, err := sh(env, "up")
 	if err != nil {
-		t.Fatalf("hack/cluster.sh up on a cgroup v2 machine: %v\n%s", err, out)
+		t.Fatalf("hack/cluster.sh up on a machine with no cgroups: %v\n%s", err, out)
 	}
-	said := regexp.MustCompile(`(?m)^cluster: no real node can run here \(cgroup v2 only.*\): kwok's nodes only, and the operator runs on this machine`).FindAllString(out, -1)
+	said := regexp.MustCompile(`(?m)^cluster: no real node can run here \(no cgroup v1 .*\): kwok's nodes only, and the operator runs on this machine`).FindAllString(out, -1)
 	if len(said) != 1 || strings.Contains(out, "failed") || strings.Contains(out, "starting node-") {
 		t.Errorf("want one line saying why there is no real node, and no node started; got:\n%s", out)
 	}
@@ -152,5 +156,96 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 	t.Logf("%s", said[0])
 	if out, err := sh(env, "down"); err != nil {
 		t.Errorf("hack/cluster.sh down: %v\n%s", err, out)
+	}
+}
+
+// On cgroup v2 a node runs in a cgroup delegated to it (hack/node.sh, "cgroup
+// v2"). This project's machines have cgroup v1, with a cgroup2 beside it whose
+// one controller is hugetlb: no kubelet can run on that, but every step of the
+// v2 path can, for real, with hugetlb standing for cpu, memory and pids. The
+// node's namespaces start (node_ns_up, as `hack/cluster.sh up` starts them)
+// in a cgroup of their own, whose controller the root hands down; its
+// processes move to the leaf init; its cgroup namespace and its cgroup2 mount
+// show the node that cgroup as the root, where the kubelet's /kubepods goes; a
+// component starts in init; and nodes_down removes it all and puts the root
+// back as it was.
+func TestNodeCgroupV2(t *testing.T) {
+	root := framework.Env.Root
+	fs, controllers := "/sys/fs/cgroup", ""
+	if _, err := os.Stat(fs + "/cgroup.controllers"); err != nil {
+		fs, controllers = "/sys/fs/cgroup/unified", "hugetlb"
+	}
+	before, err := os.ReadFile(fs + "/cgroup.subtree_control")
+	if err != nil {
+		t.Fatalf("no cgroup2 on this machine, at /sys/fs/cgroup or beside cgroup v1: %v", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("go", "build", "-C", filepath.Join(root, "hack", "image"), "-o", filepath.Join(dir, "pause-root", "pause"), "./pause").CombinedOutput(); err != nil {
+		t.Fatalf("building pause: %v\n%s", err, out)
+	}
+	const script = `
+set -euo pipefail
+root=$1 dir=$2 api_port=$3
+say() { echo "cluster: $*" >&2; }
+fail() { say "$1 failed: $2"; exit 1; }
+start() { local n=$1; shift; setsid "$@" >"$dir/logs/$n.log" 2>&1 </dev/null & echo $! >"$dir/pids/$n"; } # as hack/cluster.sh's
+source "$root/hack/node.sh"
+cg() { sed -n 's/^0:://p' "$1"; }
+[ "$cgroups" = v2 ] || { echo "hack/node.sh sees cgroup ${cgroups:-nothing} at $cgroup_fs"; exit 1; }
+use_node node-01
+node_ns_up
+c=$(node_cgroup)
+echo "cgroup ${c#"$cgroup_fs"}"
+echo "holder $(cg /proc/$(node_holder)/cgroup)"
+echo "holder, seen from the node $(in_node cat /proc/1/cgroup | sed -n 's/^0:://p')"
+echo "processes in the cgroup itself $(wc -l <"$c/cgroup.procs")"
+echo "cgroup hands down $(cat "$c/cgroup.subtree_control")"
+echo "root hands down $(cat "$cgroup_fs/cgroup.subtree_control")"
+echo "the node's /sys/fs/cgroup $(in_node stat -f -c %T /sys/fs/cgroup) handing down $(in_node cat /sys/fs/cgroup/cgroup.subtree_control)"
+in_node mkdir /sys/fs/cgroup/kubepods
+echo "the node's /kubepods on this machine $(ls -d "$c/kubepods")"
+node_bin=/usr/bin start_in_node sleeper sleep 600
+for _ in $(seq 50); do [ "$(tr '\0' ' ' <"/proc/$(cat "$dir/pids/sleeper@node-01")/cmdline" | head -c7)" = nsenter ] && break; sleep 0.1; done # in its cgroup once it is nsenter
+echo "component $(cg /proc/$(cat "$dir/pids/sleeper@node-01")/cgroup)"
+nodes_down
+echo "after down: cgroups left $(find "$cgroup_fs" -maxdepth 1 -name "$cgroup_root" | wc -l), files left $(ls "$dir" | grep cgroup | wc -l)"
+`
+	cmd := exec.Command("bash", "-c", script, "bash", root, dir, "17999")
+	cmd.Env = append(os.Environ(), "CGROUP_FS="+fs, "CGROUP_V2_CONTROLLERS="+controllers)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	after, _ := os.ReadFile(fs + "/cgroup.subtree_control")
+	if err != nil {
+		_ = exec.Command("bash", "-c", `for f in "$1"/pids/node@*; do kill -KILL "$(cat "$f")"; done; sleep 1; find "$2/operador-17999" -depth -type d -exec rmdir {} +`, "bash", dir, fs).Run()
+		t.Fatalf("the steps of cgroup v2 failed: %v", err)
+	}
+	want := controllers
+	if want == "" {
+		want = "cpu memory pids"
+	}
+	node := "/operador-17999/node-01"
+	for _, line := range []string{
+		"cgroup " + node,
+		"holder " + node + "/init",
+		"holder, seen from the node /init",
+		"processes in the cgroup itself 0",
+		"the node's /sys/fs/cgroup cgroup2fs",
+		"the node's /kubepods on this machine " + fs + node + "/kubepods",
+		"component " + node + "/init",
+		"after down: cgroups left 0, files left 0",
+	} {
+		if !strings.Contains(string(out), line+"\n") && !strings.Contains(string(out), line+" ") {
+			t.Errorf("want %q", line)
+		}
+	}
+	for _, c := range strings.Fields(want) {
+		for _, where := range []string{"cgroup hands down", "root hands down", "handing down"} {
+			if !regexp.MustCompile(where + ` .*\b` + c + `\b`).Match(out) {
+				t.Errorf("%s: want the %s controller", where, c)
+			}
+		}
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the root's cgroup.subtree_control was %q, and is %q after down", before, after)
 	}
 }
