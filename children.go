@@ -64,9 +64,11 @@ type childKind struct {
 // page before the pods that mount it. This table is the one place that names
 // them: Reconcile applies each, SetupWithManager watches each (the lesson's
 // Owns), the cache holds the operator's own of each and nothing else, and the
-// status and the reliability tests' oracle check each. Adding a kind is an
-// entry here, its mutate function and its rule in manifiestos/rbac.yaml;
-// TestEveryChildKindIsWired fails if one is missing.
+// status checks each. Adding a kind is an entry here, its mutate function, its
+// rule in manifiestos/rbac.yaml (TestEveryChildKindIsWired fails if one is
+// missing), and its facts in the reliability tests' oracle, which is written
+// from the specification (e2e/framework/oracle.go: the suites refuse to start
+// without them).
 var childKinds = []childKind{
 	kindOf[corev1.ConfigMap, corev1.ConfigMapList]("ConfigMap", ConfigMapName,
 		func(cm *corev1.ConfigMap, p *Promocion, _ string) { mutateConfigMap(cm, p) }),

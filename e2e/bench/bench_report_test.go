@@ -148,7 +148,11 @@ func (r *reportWriter) header() {
 		calib, loads = append(calib, x.Calibration), append(loads, x.Load1)
 	}
 	c, l := figOf(calib), figOf(loads)
-	r.f("Run of %s (scale %s, seed %d): %s; it took %s.\n\n", r.res.Started.Format("2006-01-02 15:04 MST"), r.res.Scale, r.res.Seed, r.res.Machine, r.res.Took)
+	ranOn := "a commit it did not record"
+	if r.res.Commit != "" {
+		ranOn = "commit " + r.res.Commit
+	}
+	r.f("Run of %s (scale %s, seed %d): %s; it ran on %s, and took %s.\n\n", r.res.Started.Format("2006-01-02 15:04 MST"), r.res.Scale, r.res.Seed, r.res.Machine, ranOn, r.res.Took)
 	if len(r.res.Parts) > 1 {
 		r.f("This report joins the sections of %d runs of the same harness on the same machine (`BENCH_SECTIONS`), each section measured whole in one run: %s.\n\n", len(r.res.Parts), strings.Join(r.res.Parts, "; "))
 	}

@@ -52,7 +52,7 @@ func TestBench(t *testing.T) {
 		seed = s
 	}
 	b := &bench{Lesson: framework.NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
-		res: &results.Results{Scale: sc.name, Seed: seed, Started: time.Now().UTC()}}
+		res: &results.Results{Scale: sc.name, Commit: framework.Commit(), Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
 	b.makeTemplate()

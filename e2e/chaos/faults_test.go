@@ -9,7 +9,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"operador-promociones/e2e/framework"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,39 +26,44 @@ import (
 type change struct {
 	what string
 	do   func(l *lesson, ns string)
+	// noWrite: the operator must write nothing for it (a delete: the garbage
+	// collector removes the children), so there is no crash point to try.
+	noWrite bool
 }
 
-// crashScenarios are the changes whose every write is a crash point.
+// crashScenarios are the changes whose every write is a crash point (and a
+// delete, whose lack of writes is checked).
 var crashScenarios = []change{
-	{"create", func(l *lesson, ns string) { l.CreatePromociones(ns, 1, 3) }},
-	{"banner change", func(l *lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
-	{"replicas 3, 0, 5, unset", func(l *lesson, ns string) {
+	{what: "create", do: func(l *lesson, ns string) { l.CreatePromociones(ns, 1, 3) }},
+	{what: "banner change", do: func(l *lesson, ns string) { l.setBanner(ns, "promo-0", "Nuevo cartel") }},
+	{what: "replicas 3, 0, 5, unset", do: func(l *lesson, ns string) {
 		for _, r := range []string{"0", "5", "null"} {
 			l.Kubectl("patch", "promocion", "promo-0", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":`+r+`}}`)
 		}
 	}},
-	{"a child deleted", func(l *lesson, ns string) { l.Kubectl("delete", "deployment", "promo-0", "-n", ns) }},
+	{what: "a child deleted", do: func(l *lesson, ns string) { l.Kubectl("delete", "deployment", "promo-0", "-n", ns) }},
 	// Out of the operator's cache, and still controlled by its Promocion. (A
 	// child stripped of its controller too would be no longer the operator's:
 	// it would be left alone, TestLeavesOthersObjectsAlone.)
-	{"a child relabelled", func(l *lesson, ns string) {
+	{what: "a child relabelled", do: func(l *lesson, ns string) {
 		l.Kubectl("patch", "configmap", "promo-0-html", "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":null}}`)
 	}},
-	{"same-name recreate", func(l *lesson, ns string) {
+	{what: "same-name recreate", do: func(l *lesson, ns string) {
 		l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
 		l.CreatePromociones(ns, 1, 3)
 	}},
-	{"delete", func(l *lesson, ns string) { l.Kubectl("delete", "promocion", "promo-0", "-n", ns) }},
+	{what: "delete", do: func(l *lesson, ns string) { l.Kubectl("delete", "promocion", "promo-0", "-n", ns) }, noWrite: true},
 }
 
 // crashPoints runs each scenario once to count the operator's mutating
-// requests in it, then once for each of them and each side of it: the
-// operator is SIGKILLed right before the k-th is forwarded, or right after the
-// API server answered it and before the answer reached the operator; a new
-// operator is started a second later, and the world must end right. It
-// returns how many crash points it tried.
-func crashPoints(l *lesson, scenarios []change, everyK bool) result {
-	r := result{scenario: "Crash points", faults: "SIGKILL right before, or right after, each of the operator's writes in: "}
+// requests in it, then once for each chosen one of them and each side of it:
+// the operator is SIGKILLed right before the k-th is forwarded, or right
+// after the API server answered it and before the answer reached the
+// operator; a new operator is started a second later, and the world must end
+// right. choice says which writes: every one, or the first of each kind (verb
+// and resource) not tried yet in an earlier scenario.
+func crashPoints(l *lesson, scenarios []change, choice crashPointChoice) result {
+	r := result{scenario: "Crash points", faults: "SIGKILL right before, or right after, the operator's writes in: "}
 	var names []string
 	for _, sc := range scenarios {
 		names = append(names, sc.what)
@@ -66,8 +73,9 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 	p := l.startProxy("caos-operador")
 	kubeconfig := p.kubeconfig(l)
 	run, unreached := 0, 0
+	tried := map[string]bool{} // the kinds of write crashed at
 	for _, sc := range scenarios {
-		count := func(k int, before bool) int { // one run; returns the mutations the scenario made
+		count := func(k int, before bool) []string { // one run; returns the kinds of the writes the scenario made
 			run++
 			ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-punto-%d", run))
 			p.set(faults{})
@@ -77,7 +85,7 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 				l.CreatePromociones(ns, 1, 3)
 				l.converge(ns, untouched, time.Now(), &result{})
 			}
-			p.mutations.Store(0)
+			p.resetWrites()
 			crashed := make(chan struct{})
 			p.set(faults{crash: func(n int, side bool) bool {
 				if n != k || side != before {
@@ -108,21 +116,34 @@ func crashPoints(l *lesson, scenarios []change, everyK bool) result {
 			r.converged = max(r.converged, res.converged)
 			sup.stop()
 			l.Kubectl("delete", "namespace", ns, "--wait=false")
-			return int(p.mutations.Load())
+			return p.writeKinds()
 		}
 		writes := count(0, false)
-		last := writes
-		if !everyK {
-			last = min(writes, 2)
+		switch {
+		case sc.noWrite && len(writes) > 0:
+			l.T.Errorf("%s: the operator wrote %s, where it must write nothing", sc.what, strings.Join(writes, ", "))
+		case !sc.noWrite && len(writes) == 0:
+			l.T.Errorf("%s: the counting run saw no write of the operator: no crash point to try", sc.what)
 		}
-		for k := 1; k <= last; k++ {
+		var ks []int
+		for i, kind := range writes {
+			if choice == everyWrite || !tried[kind] {
+				ks = append(ks, i+1)
+				tried[kind] = true
+			}
+		}
+		for _, k := range ks {
 			for _, before := range []bool{true, false} {
 				count(k, before)
 			}
 		}
-		l.Logf("%s: %d writes; crashed before and after each of %d", sc.what, writes, last)
+		l.Logf("%s: %d writes (%s); crashed before and after writes %v", sc.what, len(writes), strings.Join(writes, ", "), ks)
 	}
-	r.notes = fmt.Sprintf("%d crash points tried, each ended right", r.cases)
+	if r.cases == 0 {
+		l.T.Errorf("no crash point was reached: the scenario crashed nothing")
+	}
+	r.notes = fmt.Sprintf("%d crash points tried (%s), over %d kinds of write (%s), each ended right", r.cases, p.mustHaveInjected(l.T, faultCrash),
+		len(tried), strings.Join(slices.Sorted(maps.Keys(tried)), ", "))
 	if unreached > 0 {
 		r.notes += fmt.Sprintf("; %d more were not reached, their run taking fewer writes than the counting run (and ended right too)", unreached)
 	}
@@ -156,7 +177,9 @@ func staleRestart(l *lesson) result {
 	}
 	old := list.GetResourceVersion() // the whole cluster's, as of now
 	l.Kubectl("delete", "promocion", "promo-0", "-n", ns)
-	l.C.Create(context.Background(), framework.Promocion(ns, 0, 2)) //nolint:errcheck // checked by the oracle
+	if err := l.C.Create(context.Background(), framework.Promocion(ns, 0, 2)); err != nil {
+		l.T.Fatalf("making promo-0 again: %v", err)
+	}
 	l.setBanner(ns, "promo-1", "primer cambio")
 	l.setBanner(ns, "promo-1", "segundo cambio")
 	// promo-2's Service taken by someone else: the operator must leave it alone.
@@ -183,7 +206,8 @@ func staleRestart(l *lesson) result {
 		}
 	}
 	r.cases = 1
-	r.notes = fmt.Sprintf("its first lists were served at resourceVersion %s; on the way it wrote %d times (%d refused by the API server), and the end is right", old, len(writes), refused)
+	r.notes = fmt.Sprintf("%s, at resourceVersion %s; on the way it wrote %d times (%d refused by the API server), and the end is right",
+		p.mustHaveInjected(l.T, faultStale), old, len(writes), refused)
 	return r
 }
 
@@ -216,7 +240,9 @@ func laggingWatches(l *lesson, delay time.Duration) result {
 	l.setBanner(ns, "promo-0", "segundo cambio")
 	l.Kubectl("delete", "deployment", "promo-1", "-n", ns)
 	l.Kubectl("delete", "promocion", "promo-2", "-n", ns)
-	l.C.Create(context.Background(), framework.Promocion(ns, 2, 1)) //nolint:errcheck // checked by the oracle
+	if err := l.C.Create(context.Background(), framework.Promocion(ns, 2, 1)); err != nil {
+		l.T.Fatalf("making promo-2 again: %v", err)
+	}
 	l.Kubectl("patch", "promocion", "promo-3", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
 	last := time.Now()
 	l.converge(ns, untouched, last, &r)
@@ -229,7 +255,7 @@ func laggingWatches(l *lesson, delay time.Duration) result {
 	}
 	o.Stop(l.T)
 	r.cases = 5
-	r.notes = "5 changes made on a view that lagged; the end is right"
+	r.notes = fmt.Sprintf("5 changes made while %s; the end is right", p.mustHaveInjected(l.T, faultLag))
 	return r
 }
 
@@ -249,7 +275,9 @@ func heldWatches(l *lesson, n int) result {
 			l.Kubectl("patch", "promocion", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%3))
 		case 2:
 			l.Kubectl("delete", "promocion", name, "-n", ns)
-			l.C.Create(context.Background(), framework.Promocion(ns, i%4, 1)) //nolint:errcheck // checked by the oracle
+			if err := l.C.Create(context.Background(), framework.Promocion(ns, i%4, 1)); err != nil {
+				l.T.Fatalf("making %s again: %v", name, err)
+			}
 		default:
 			l.Kubectl("delete", "deployment", name, "-n", ns, "--ignore-not-found") // gone already if deleted before: nothing sees it
 		}
@@ -259,7 +287,7 @@ func heldWatches(l *lesson, n int) result {
 	l.converge(ns, untouched, start, &r)
 	o.Stop(l.T)
 	r.cases = n
-	r.notes = fmt.Sprintf("%d changes made while its watches were held; released, it went straight to the last state", n)
+	r.notes = fmt.Sprintf("%d changes made while its watches were held (%s), then released; the end is right", n, p.mustHaveInjected(l.T, faultHeld))
 	return r
 }
 
@@ -271,7 +299,7 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 	ns, untouched, p, o := l.behindProxy("caos-red-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"), "red", 5, 1)
 
 	p.set(f)
-	before, injected := p.requests.Load(), p.injected.Load()
+	before := p.requests.Load()
 	begun := time.Now()
 	for i := 0; time.Since(begun) < during; i++ {
 		l.setBanner(ns, fmt.Sprintf("promo-%d", i%5), fmt.Sprintf("cambio %d bajo %s", i, name))
@@ -279,9 +307,7 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 	}
 	rateDuring := float64(p.requests.Load()-before) / time.Since(begun).Seconds()
 	p.set(faults{})
-	if injected = p.injected.Load() - injected; injected == 0 {
-		l.T.Errorf("%s: the proxy injected nothing", name)
-	}
+	injected := p.mustHaveInjected(l.T, f.kinds()...)
 	start := time.Now()
 	l.converge(ns, untouched, start, &r)
 	afterFrom, afterCount := time.Now(), p.requests.Load()
@@ -291,9 +317,11 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 		l.T.Errorf("%s: the operator exited (%v): it should ride it out", name, o.Err)
 	}
 	o.Stop(l.T)
-	r.cases = int(injected)
+	for _, k := range f.kinds() {
+		r.cases += int(p.injectedOf(k))
+	}
 	r.faults = fmt.Sprintf("%s for %s while banners change", name, during)
-	r.notes = fmt.Sprintf("%d of its requests or watch streams hit by the fault; its requests: %.1f/s during, %.1f/s after", injected, rateDuring, rateAfter)
+	r.notes = fmt.Sprintf("the fault hit it: %s; its requests: %.1f/s during, %.1f/s after", injected, rateDuring, rateAfter)
 	return r
 }
 
@@ -341,7 +369,7 @@ func blackhole(l *lesson, d time.Duration, n int) result {
 	a.stop()
 	b.stop()
 	r.cases = 1
-	r.notes = fmt.Sprintf("handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after",
-		handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after)
+	r.notes = fmt.Sprintf("%s; handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after",
+		p.mustHaveInjected(l.T, faultBlackhole), handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after)
 	return r
 }

@@ -152,10 +152,11 @@ func walk(l *lesson, ns string, untouched func() []string, seed uint64, steps in
 // that still fails.
 func fuzz(l *lesson, seeds []uint64, steps int) result {
 	r := result{scenario: "Spec-transition fuzzing", faults: fmt.Sprintf("random walks of %d steps (seeds %v): valid and invalid changes, edits and deletions of children, deletes and recreates", steps, seeds)}
+	kubeconfig := l.asOperator("caos-operador")
 	for _, seed := range seeds {
 		ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-paseo-%d", seed%100000))
 		fresh, _ := l.scenarioNamespace(fmt.Sprintf("caos-paseo-%d-nuevo", seed%100000))
-		k := l.kubelet(fmt.Sprintf("paseo-%d", seed%100000), l.Kubeconfig, "--namespace="+ns, "--namespace="+fresh)
+		k := l.kubelet(fmt.Sprintf("paseo-%d", seed%100000), kubeconfig, "--namespace="+ns, "--namespace="+fresh)
 		k.waitRunning(time.Time{})
 		l.CreatePromociones(ns, walkPromociones, 1)
 		failedAt, res := walk(l, ns, untouched, seed, steps)
@@ -163,7 +164,7 @@ func fuzz(l *lesson, seeds []uint64, steps int) result {
 		r.checked, r.wrong, r.converged = r.checked+res.checked, r.wrong+res.wrong, res.converged
 		if failedAt >= 0 {
 			k.stop()
-			r.notes += fmt.Sprintf("seed %d fails at step %d; %s; ", seed, failedAt, shortestFailing(l, seed, failedAt))
+			r.notes += fmt.Sprintf("seed %d fails at step %d; %s; ", seed, failedAt, shortestFailing(l, kubeconfig, seed, failedAt))
 			continue
 		}
 		same := "and a fresh namespace made the same world"
@@ -181,12 +182,12 @@ func fuzz(l *lesson, seeds []uint64, steps int) result {
 
 // shortestFailing replays the walk of seed on prefixes shorter than failedAt+1
 // steps, halving, in fresh namespaces, and names the shortest that fails.
-func shortestFailing(l *lesson, seed uint64, failedAt int) string {
+func shortestFailing(l *lesson, kubeconfig string, seed uint64, failedAt int) string {
 	lo, hi := 0, failedAt+1 // hi fails
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
 		ns, untouched := l.scenarioNamespace(fmt.Sprintf("caos-prefijo-%d-%d", seed%100000, mid))
-		k := l.kubelet(fmt.Sprintf("prefijo-%d", mid), l.Kubeconfig, "--namespace="+ns)
+		k := l.kubelet(fmt.Sprintf("prefijo-%d", mid), kubeconfig, "--namespace="+ns)
 		k.waitRunning(time.Time{})
 		l.CreatePromociones(ns, walkPromociones, 1)
 		// The test has failed already; a replay that fails adds its own errors.
@@ -197,7 +198,7 @@ func shortestFailing(l *lesson, seed uint64, failedAt int) string {
 		}
 		k.stop()
 	}
-	return fmt.Sprintf("the shortest failing prefix is %d steps: CHAOS_SEED=%d CHAOS_STEPS=%d make chaos replays it", hi, seed, hi)
+	return fmt.Sprintf("the shortest failing prefix of the walk of seed %d is %d steps (the run's CHAOS_SEED, printed at its start, replays the walk: -run 'TestChaos/fuzzing')", seed, hi)
 }
 
 // historyIndependent copies the specs of ns's Promociones into fresh, waits

@@ -1,7 +1,7 @@
 // Package chaos is the reliability suite (`make chaos`, and a short run in
 // `make test`): faults injected on purpose into the operator, its connection
 // to the API server and the cluster, each case ending with the oracle
-// (oracle.go) and a quiet period. RELIABILITY.md explains it.
+// (e2e/framework/oracle.go) and a quiet period. RELIABILITY.md explains it.
 package chaos
 
 import (
@@ -15,6 +15,11 @@ func TestMain(m *testing.M) {
 }
 
 // lesson is the framework's Lesson, with this suite's faults as its methods.
-type lesson struct{ *framework.Lesson }
+type lesson struct {
+	*framework.Lesson
+	never map[string]*neverWatch // by scenario namespace, from its birth
+}
 
-func newLesson(t *testing.T) *lesson { return &lesson{framework.NewLesson(t)} }
+func newLesson(t *testing.T) *lesson {
+	return &lesson{Lesson: framework.NewLesson(t), never: map[string]*neverWatch{}}
+}

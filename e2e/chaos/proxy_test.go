@@ -17,6 +17,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -24,7 +26,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,8 +74,66 @@ type proxy struct {
 	expired   map[string]bool // the resources whose watch has had its 410
 
 	mutations atomic.Int64
-	requests  atomic.Int64 // every request, for the rate during and after a fault
-	injected  atomic.Int64 // requests delayed, refused, cut or expired: a fault that did happen
+	writes    []string         // the kind of each mutating request (verb and resource), since resetWrites
+	requests  atomic.Int64     // every request, for the rate during and after a fault
+	injected  map[string]int64 // by kind of fault, what it did to a request or a watch stream: a fault that did happen
+}
+
+// The kinds of fault, as the proxy counts them.
+const (
+	faultLatency   = "requests delayed"
+	faultThrottle  = "requests answered 429"
+	faultExpire    = "watches ended with 410 Gone"
+	faultCut       = "watch streams cut"
+	faultStale     = "lists served stale"
+	faultHeld      = "watch events held"
+	faultLag       = "watch events delivered late"
+	faultBlackhole = "requests swallowed"
+	faultCrash     = "operators killed at a crash point"
+)
+
+// inject counts one fault of kind done.
+func (p *proxy) inject(kind string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.injected[kind]++
+}
+
+// injectedOf is how many faults of kind the proxy did.
+func (p *proxy) injectedOf(kind string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.injected[kind]
+}
+
+// kinds are the kinds of fault that f injects.
+func (f faults) kinds() []string {
+	var k []string
+	for _, c := range []struct {
+		on   bool
+		kind string
+	}{{f.crash != nil, faultCrash}, {f.latency > 0, faultLatency}, {f.watchDelay > 0, faultLag}, {f.cutWatches > 0, faultCut},
+		{f.throttle > 0, faultThrottle}, {f.expire, faultExpire}, {f.staleFrom != "", faultStale}} {
+		if c.on {
+			k = append(k, c.kind)
+		}
+	}
+	return k
+}
+
+// mustHaveInjected fails the test for each kind of fault that the proxy has
+// not done once, and returns the counts, for the notes.
+func (p *proxy) mustHaveInjected(t *testing.T, kinds ...string) string {
+	t.Helper()
+	var counts []string
+	for _, k := range kinds {
+		n := p.injectedOf(k)
+		if n == 0 {
+			t.Errorf("the fault did not happen: 0 %s", k)
+		}
+		counts = append(counts, fmt.Sprintf("%d %s", n, k))
+	}
+	return strings.Join(counts, ", ")
 }
 
 // startProxy starts a proxy in front of the tests' API server, speaking for
@@ -86,7 +148,7 @@ func (l *lesson) startProxy(sa string) *proxy {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cfg.CAData)
-	p := &proxy{t: l.T, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}}
+	p := &proxy{t: l.T, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}, injected: map[string]int64{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
@@ -95,7 +157,9 @@ func (l *lesson) startProxy(sa string) *proxy {
 		},
 		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: false},
 		FlushInterval: -1, // watch events go on at once
-		ErrorLog:      nil,
+		// An upstream gone (an outage) or a stream cut is the point here; the
+		// operator's log says what it saw.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -189,6 +253,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, blackhole := p.gates(); blackhole != nil {
 		// Lost, as a packet is in a blackhole: the client hears nothing, and
 		// gives up; when the blackhole ends, the request does not arrive late.
+		p.inject(faultBlackhole)
 		select {
 		case <-blackhole:
 		case <-r.Context().Done():
@@ -196,11 +261,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	if f.latency > 0 {
-		p.injected.Add(1)
+		p.inject(faultLatency)
 		time.Sleep(f.latency)
 	}
 	if f.throttle > 0 && rand.Float64() < f.throttle {
-		p.injected.Add(1)
+		p.inject(faultThrottle)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
 		return
@@ -228,14 +293,55 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if isMutation(r) {
 		k := int(p.mutations.Add(1))
+		p.mu.Lock()
+		p.writes = append(p.writes, writeKind(r))
+		p.mu.Unlock()
 		if f.crash != nil {
 			if f.crash(k, true) {
+				p.inject(faultCrash)
 				return // the operator is dead; its request goes nowhere
 			}
-			w = &afterAnswer{ResponseWriter: w, crash: func() bool { return f.crash(k, false) }}
+			w = &afterAnswer{ResponseWriter: w, crash: func() bool {
+				killed := f.crash(k, false)
+				if killed {
+					p.inject(faultCrash)
+				}
+				return killed
+			}}
 		}
 	}
 	p.rp.ServeHTTP(w, r)
+}
+
+// resetWrites starts counting the operator's mutating requests from 0.
+func (p *proxy) resetWrites() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mutations.Store(0)
+	p.writes = nil
+}
+
+// writeKinds are the kinds of the mutating requests since resetWrites, in order.
+func (p *proxy) writeKinds() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.writes)
+}
+
+// writeKind names a mutating request by its verb and resource: "PUT promociones/status".
+func writeKind(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	for i, part := range parts {
+		if part == "namespaces" && i+2 < len(parts) {
+			parts = parts[i+2:]
+			break
+		}
+	}
+	resource := parts[0]
+	if len(parts) > 2 {
+		resource += "/" + parts[2]
+	}
+	return r.Method + " " + resource
 }
 
 func isStaleDone(p *proxy, r *http.Request) bool {
@@ -248,6 +354,7 @@ func (p *proxy) markStale(r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stale[r.URL.Path] = true
+	p.injected[faultStale]++
 }
 
 // slowWriter delays, holds, cuts or expires a watch stream, by the faults of
@@ -266,6 +373,7 @@ const expired = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","st
 
 func (s *slowWriter) Write(b []byte) (int, error) {
 	if held, _ := s.p.gates(); held != nil {
+		s.p.inject(faultHeld)
 		select {
 		case <-held:
 		case <-s.ctx.Done():
@@ -275,7 +383,7 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 	f := s.p.faults()
 	switch {
 	case f.expire && s.p.expireOnce(s.path):
-		s.p.injected.Add(1)
+		s.p.inject(faultExpire)
 		s.line.push([]byte(expired), f.watchDelay)
 		panic(http.ErrAbortHandler) // after the deferred drain has sent the event
 	case f.cutWatches <= 0:
@@ -283,8 +391,11 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 	case s.cut.IsZero():
 		s.cut = time.Now().Add(time.Duration(rand.Int64N(int64(f.cutWatches))))
 	case time.Now().After(s.cut):
-		s.p.injected.Add(1)
+		s.p.inject(faultCut)
 		panic(http.ErrAbortHandler) // the connection drops, as a network would drop it
+	}
+	if f.watchDelay > 0 && len(b) > 0 {
+		s.p.inject(faultLag)
 	}
 	return s.line.push(b, f.watchDelay), nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Child is a kind of object that the operator makes for every Promocion, as
-// its table childKinds (children.go) says; the oracle's build prints it
+// its table childKinds (children.go) says; a build of it prints the table
 // (-children), since a test cannot import package main.
 type Child struct {
 	Kind, APIVersion string
@@ -43,23 +43,23 @@ func (c Child) List() *unstructured.UnstructuredList {
 	return l
 }
 
-// childTable is what Main read from the oracle's build.
+// childTable is what Main read from the operator's build with the table.
 var childTable []Child
 
 // Children are the operator's children, in the order it makes them.
 func Children() []Child { return childTable }
 
-// readChildren reads the table from the oracle's build.
-func readChildren(oracle string) ([]Child, error) {
-	out, err := exec.Command(oracle, "-children").Output()
+// readChildren reads the table from the operator's build with it.
+func readChildren(build string) ([]Child, error) {
+	out, err := exec.Command(build, "-children").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s -children: %w", oracle, err)
+		return nil, fmt.Errorf("%s -children: %w", build, err)
 	}
 	var all []Child
 	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 4 {
-			return nil, fmt.Errorf("%s -children printed %q", oracle, line)
+			return nil, fmt.Errorf("%s -children printed %q", build, line)
 		}
 		all = append(all, Child{Kind: f[0], APIVersion: f[1], Resource: f[2], name: f[3]})
 	}

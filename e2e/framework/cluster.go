@@ -31,7 +31,7 @@ import (
 // them and starts the cluster, beside any `make cluster` a developer runs.
 var Env struct {
 	Root, KubectlBin, Kubeconfig, Operator string
-	Oracle, Unfenced                       string // test-only builds of the operator (oracle_cli.go, fence_off.go)
+	ChildTable, Unfenced                   string // test-only builds of the operator (children_cli.go, fence_off.go)
 	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
 	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
 	Port                                   int    // its API server's
@@ -51,7 +51,7 @@ type Options struct {
 	// RealNode asks for the real nodes beside kwok's nodes, unless CLUSTER_NODE=none.
 	RealNode bool
 	// Unfenced and Leccion ask for those builds too (Env); the operator and
-	// the oracle are always built.
+	// the child table build are always built.
 	Unfenced, Leccion bool
 }
 
@@ -113,15 +113,15 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		return 1, err
 	}
 	Env.KubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
-	// The operator as it ships; the oracle of the reliability tests, a build of
-	// the same code with oracle.go; and the same without the leader fence.
-	Env.Operator, Env.Oracle, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "oracle"), filepath.Join(tmp, "unfenced")
+	// The operator as it ships; a build of the same code that prints its table
+	// of child kinds (children_cli.go); and the same without the leader fence.
+	Env.Operator, Env.ChildTable, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "childtable"), filepath.Join(tmp, "unfenced")
 	Env.Leccion = filepath.Join(tmp, "leccion")
 	for _, b := range []struct {
 		bin, tags, pkg string
 		want           bool
 	}{
-		{Env.Operator, "", ".", true}, {Env.Oracle, "oracle", ".", true}, {Env.Unfenced, "nofence", ".", o.Unfenced},
+		{Env.Operator, "", ".", true}, {Env.ChildTable, "childtable", ".", true}, {Env.Unfenced, "nofence", ".", o.Unfenced},
 		{Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion},
 	} {
 		if !b.want {
@@ -133,7 +133,10 @@ func runSuite(m *testing.M, o Options) (int, error) {
 			return 1, err
 		}
 	}
-	if childTable, err = readChildren(Env.Oracle); err != nil {
+	if childTable, err = readChildren(Env.ChildTable); err != nil {
+		return 1, err
+	}
+	if err := checkChildTable(childTable); err != nil {
 		return 1, err
 	}
 

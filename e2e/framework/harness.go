@@ -568,26 +568,15 @@ func (l *Lesson) AuditFlushed() {
 	})
 }
 
-// Oracle lists how ns differs from what a fresh operator, running with the
-// web image image ("" for the default), would make of its Promociones
-// (Oracle.go, a test-only build of the operator's own code).
-func (l *Lesson) Oracle(ns, image string) []string {
+// Oracle lists how ns differs from what the specification says its
+// Promociones make (oracle.go's facts).
+func (l *Lesson) Oracle(ns string) []Problem {
 	l.T.Helper()
-	args := []string{"-oracle", ns}
-	if image != "" {
-		args = append(args, image)
+	problems, err := Judge(context.Background(), l.C, ns)
+	if err != nil {
+		l.T.Fatalf("the oracle: %v", err)
 	}
-	cmd := exec.Command(Env.Oracle, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig)
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) { // 1: the world differs
-		l.T.Fatalf("the oracle: %v\n%s", err, out)
-	}
-	if len(bytes.TrimSpace(out)) == 0 {
-		return nil
-	}
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
+	return problems
 }
 
 // ----- namespaces and Promociones -----
@@ -743,16 +732,40 @@ func (s *SyncBuffer) String() string {
 // ----- shared by the suites -----
 
 // Splice writes report into file between the lines <!-- NAME begins --> and
-// <!-- NAME ends -->, keeping the rest; a file without them is replaced.
+// <!-- NAME ends -->, keeping the rest; a file not there yet is made with
+// them, and one without them is left alone, with an error.
 func Splice(file, name, report string) error {
 	begin, end := "<!-- "+name+" begins -->\n", "<!-- "+name+" ends -->\n"
-	old, _ := os.ReadFile(file)
+	old, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.WriteFile(file, []byte(begin+report+end), 0o644)
+	}
+	if err != nil {
+		return err
+	}
 	i, j := bytes.Index(old, []byte(begin)), bytes.Index(old, []byte(end))
 	if i < 0 || j < i {
-		return os.WriteFile(file, []byte(report), 0o644)
+		// Never the whole file in its place: what is around the report is someone's writing.
+		return fmt.Errorf("%s has no %q and %q to write the report between", file, strings.TrimSpace(begin), strings.TrimSpace(end))
 	}
 	out := append(append(append([]byte{}, old[:i+len(begin)]...), report...), old[j:]...)
 	return os.WriteFile(file, out, 0o644)
+}
+
+// Commit is the commit a run runs on, for its report ("ran on commit ...",
+// which hack/report-age.sh reads): HEAD, and whether the product's files
+// differ from it.
+func Commit() string {
+	out, err := exec.Command("git", "-C", Env.Root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	commit := strings.TrimSpace(string(out))
+	dirty, _ := exec.Command("git", "-C", Env.Root, "status", "--porcelain", "--", ":(glob)*.go", "go.mod", "go.sum", "Dockerfile", "manifiestos").Output()
+	if len(bytes.TrimSpace(dirty)) > 0 {
+		commit += ", with uncommitted changes to the product"
+	}
+	return commit
 }
 
 // First is at most the First n of s.

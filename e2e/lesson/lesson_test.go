@@ -301,7 +301,7 @@ func (l *lesson) assertNoDeleteInOperator() {
 	l.T.Helper()
 	// Both builds, so that every file is read: the default one and the one
 	// with every other build tag (the bench's variants).
-	for _, tags := range []string{"", "unscoped,nofence,oracle"} {
+	for _, tags := range []string{"", "unscoped,nofence,childtable"} {
 		for _, call := range clientDeletes(l.T, l.Root, tags, nil) {
 			l.T.Errorf("%s: the cleanup should be the garbage collector's", call)
 		}

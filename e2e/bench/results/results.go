@@ -22,6 +22,7 @@ var CandidateNames = map[string]string{Ours: "operador-promociones", Leccion: "t
 // made from it alone.
 type Results struct {
 	Scale    string           `json:"scale"`
+	Commit   string           `json:"commit,omitempty"` // the commit it ran on (framework.Commit)
 	Seed     uint64           `json:"seed"`
 	Started  time.Time        `json:"started"`
 	Took     string           `json:"took"`

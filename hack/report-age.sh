@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# How old the committed reports are: for RELIABILITY.md and BENCHMARKS.md, the
+# commit each ran on (written by the run: "ran on commit ..."), and the
+# product's files changed since. A notice for `make test`, never a failure:
+# a report is rerun by hand (make chaos, make bench), not on every change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The product: the operator's code (not its tests), its module, its image and its manifests.
+product=(':(glob)*.go' ':(exclude,glob)*_test.go' go.mod go.sum Dockerfile manifiestos)
+for report in RELIABILITY.md BENCHMARKS.md; do
+	commit=$(sed -n 's/.*ran on commit \([0-9a-f]\{7,40\}\).*/\1/p' "$report" | head -n1)
+	if [ -z "$commit" ]; then
+		echo "notice: $report does not say which commit it ran on (it predates that line): its figures may describe older code"
+	elif ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+		echo "notice: $report ran on commit $commit, which this clone does not have"
+	elif changed=$(git diff --name-only "$commit" HEAD -- "${product[@]}") && [ -n "$changed" ]; then
+		echo "notice: $report ran on commit $commit; the product changed since, in:" $changed
+	else
+		echo "$report ran on commit $commit; the product has not changed since"
+	fi
+done
