@@ -381,11 +381,19 @@ func explainApplyError(err error) (reason, msg string) {
 	return "ApplyFailed", "could not apply the children: " + err.Error()
 }
 
-// namespaceTerminating tells whether err is the API server's refusal to
-// create anything in a namespace that is being deleted.
-func namespaceTerminating(err error) bool {
+// namespaceGoing tells whether err is the API server's refusal to create
+// anything in a namespace that is being deleted, or that is gone: a
+// Promocion can outlive its namespace in the cache for a moment, and in etcd
+// when the namespace's deletion ran while the API server, just restarted, did
+// not serve Promociones yet (the chaos suite's outage saw it).
+func namespaceGoing(err error) bool {
 	var status apierrors.APIStatus
-	return errors.As(err, &status) && apierrors.HasStatusCause(status.(error), corev1.NamespaceTerminatingCause)
+	if !errors.As(err, &status) {
+		return false
+	}
+	details := status.Status().Details
+	return apierrors.HasStatusCause(status.(error), corev1.NamespaceTerminatingCause) ||
+		apierrors.IsNotFound(status.(error)) && details != nil && details.Kind == "namespaces"
 }
 
 // onlyConflicts tells whether err holds conflicts and nothing else. errors.As,

@@ -299,7 +299,7 @@ func TestDescribeChanges(t *testing.T) {
 	}
 }
 
-func TestNamespaceTerminating(t *testing.T) {
+func TestNamespaceGoing(t *testing.T) {
 	// What the NamespaceLifecycle admission plugin answers a create in a
 	// namespace being deleted.
 	refused := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x-html",
@@ -307,6 +307,8 @@ func TestNamespaceTerminating(t *testing.T) {
 	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes,
 		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"})
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("changed"))
+	// What it answers a create in a namespace that is gone.
+	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "tienda")
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -317,11 +319,13 @@ func TestNamespaceTerminating(t *testing.T) {
 		// errors.As would stop at the conflict, the first status in the join.
 		{errors.Join(fmt.Errorf("ConfigMap x-html: %w", conflict), fmt.Errorf("Service x: %w", refused)), true},
 		{apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x-html", errors.New("RBAC says no")), false},
+		{fmt.Errorf("ConfigMap x-html: %w", gone), true},
+		{apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x-html"), false},
 		{conflict, false},
 		{nil, false},
 	} {
-		if got := some(tc.err, namespaceTerminating); got != tc.want {
-			t.Errorf("some(%v, namespaceTerminating) = %v, want %v", tc.err, got, tc.want)
+		if got := some(tc.err, namespaceGoing); got != tc.want {
+			t.Errorf("some(%v, namespaceGoing) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

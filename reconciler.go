@@ -61,9 +61,10 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	defer log.FromContext(ctx).V(1).Info("Reconciled")
 	dep, err := r.applyChildren(ctx, &promo)
-	if some(err, namespaceTerminating) {
-		// The namespace is being deleted, and this Promocion with it. The API
-		// server refuses new children there, and they would fight the deletion.
+	if some(err, namespaceGoing) {
+		// The namespace is being deleted, and this Promocion with it, or is
+		// gone. The API server refuses new children there, and they would
+		// fight the deletion.
 		return ctrl.Result{}, nil
 	}
 	if some(err, isPromocionGoing) {
@@ -175,7 +176,7 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 	case err != nil:
 		countApplyError(k.Kind, err)
 		err = fmt.Errorf("%s %s: %w", k.Kind, name, err)
-		if !namespaceTerminating(err) { // an Event there would be refused too
+		if !namespaceGoing(err) { // an Event there would be refused too
 			reason, msg := explainApplyError(err)
 			r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
 		}
