@@ -618,7 +618,7 @@ func exitReason(o *framework.Operator) string {
 	switch {
 	case strings.Contains(line, "leader election lost"):
 		return "leader election lost"
-	case strings.Contains(line, "connection refused"):
+	case strings.Contains(line, "connection refused"), strings.Contains(line, "has prevented the request from succeeding"): // directly, or through the proxy (502)
 		return "API server unreachable at start-up"
 	case strings.Contains(line, "Operator stopped"):
 		_, after, _ := strings.Cut(line, "Operator stopped")
