@@ -70,8 +70,8 @@ func labels(p promo) map[string]string {
 
 const web = "containers[name=web]"
 
-// facts: the children of a Promocion, as docs/api.md, the README and the
-// lesson state them.
+// facts: the children of a Promocion, as docs/api.md ("What each child
+// holds") states them, a line here for each of its statements.
 var facts = func() []fact {
 	var all []fact
 	for _, k := range specChildren {
