@@ -304,12 +304,16 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 	l.T.Helper()
 	page := "<h1>" + html.EscapeString(banner) + "</h1>"
 	l.Eventually(fmt.Sprintf("%d web pods Ready on the real nodes, the page showing %q, and Listo", n, banner), func() error {
-		if got := l.Kubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`); !strings.Contains(got, page) {
-			return fmt.Errorf("the page is %q", got)
+		// Not made yet is not a failure: the operator may not lead yet.
+		if got, err := l.TryKubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`); err != nil || !strings.Contains(got, page) {
+			return fmt.Errorf("the page is %q (%v)", got, err)
 		}
 		out := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o",
 			`jsonpath={range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.metadata.annotations.tienda\.example\.com/pagina-sha256}{"\n"}{end}`)
-		want := l.Kubectl("get", "deployment", framework.LessonName, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
+		want, err := l.TryKubectl("get", "deployment", framework.LessonName, "-o", `jsonpath={.spec.template.metadata.annotations.tienda\.example\.com/pagina-sha256}`)
+		if err != nil {
+			return err
+		}
 		lines := strings.Split(out, "\n")
 		for _, line := range lines {
 			if f := strings.Fields(line); len(f) != 3 || !framework.IsRealNode(f[0]) || f[1] != "True" || f[2] != want {
@@ -319,8 +323,8 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 		if len(lines) != n {
 			return fmt.Errorf("%d pods", len(lines))
 		}
-		if f := l.Kubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); f != "Listo" {
-			return fmt.Errorf("fase %s", f)
+		if f, err := l.TryKubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); err != nil || f != "Listo" {
+			return fmt.Errorf("fase %s (%v)", f, err)
 		}
 		return nil
 	})
