@@ -305,8 +305,12 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 	page := "<h1>" + html.EscapeString(banner) + "</h1>"
 	l.Eventually(fmt.Sprintf("%d web pods Ready on the real nodes, the page showing %q, and Listo", n, banner), func() error {
 		// Not made yet is not a failure: the operator may not lead yet.
-		if got, err := l.TryKubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`); err != nil || !strings.Contains(got, page) {
-			return fmt.Errorf("the page is %q (%v)", got, err)
+		got, err := l.TryKubectl("get", "configmap", framework.LessonName+"-html", "-o", `jsonpath={.data.index\.html}`)
+		switch {
+		case err != nil:
+			return err
+		case !strings.Contains(got, page):
+			return fmt.Errorf("the page is %q", got)
 		}
 		out := l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+framework.LessonName, "-o",
 			`jsonpath={range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.metadata.annotations.tienda\.example\.com/pagina-sha256}{"\n"}{end}`)
@@ -323,8 +327,10 @@ func (l *lesson) waitForWebPods(n int, banner string) {
 		if len(lines) != n {
 			return fmt.Errorf("%d pods", len(lines))
 		}
-		if f, err := l.TryKubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); err != nil || f != "Listo" {
-			return fmt.Errorf("fase %s (%v)", f, err)
+		if f, err := l.TryKubectl("get", "promocion", framework.LessonName, "-o", "jsonpath={.status.fase}"); err != nil {
+			return err
+		} else if f != "Listo" {
+			return fmt.Errorf("fase %s", f)
 		}
 		return nil
 	})
