@@ -86,7 +86,7 @@ const (
 	faultExpire    = "watches ended with 410 Gone"
 	faultCut       = "watch streams cut"
 	faultStale     = "lists served stale"
-	faultHeld      = "watch events held"
+	faultHeld      = "watch streams held, each with the events behind it"
 	faultLag       = "watch events delivered late"
 	faultBlackhole = "requests swallowed"
 	faultCrash     = "operators killed at a crash point"
