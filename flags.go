@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,7 @@ type flags struct {
 	metricsAddr, probeAddr  string
 	metricsSecure           bool
 	metricsCertDir          string
+	pprof                   bool
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -45,6 +48,7 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint, /metrics over HTTP/1.1; \"0\" turns it off.")
 	fs.BoolVar(&c.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to clients whose token the API server authenticates and authorizes to get /metrics; false serves plain HTTP to anyone.")
 	fs.StringVar(&c.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the metrics endpoint (a cert-manager Certificate's Secret, mounted); empty: a self-signed certificate made at start-up.")
+	fs.BoolVar(&c.pprof, "pprof", false, "Serve Go's profiles (heap, CPU, goroutines) under /debug/pprof/ on the metrics endpoint, to clients authorized to get that non-resource URL, as /metrics is; needs --metrics-secure.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; \"0\" turns them off.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", false, "Elect a leader through the Lease "+operatorName+", so that of several replicas only one reconciles.")
 	fs.StringVar(&c.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease. In a Pod it defaults to the Pod's namespace; out of the cluster it must be set.")
@@ -83,6 +87,14 @@ func (c *flags) validate() error {
 		if !c.metricsSecure {
 			return errors.New("--metrics-cert-dir is for --metrics-secure, which is off")
 		}
+	}
+	// A profile shows the process's memory, and the Promociones in it: only
+	// behind the metrics authorization, never in plain HTTP to anyone.
+	switch {
+	case c.pprof && !c.metricsSecure:
+		return errors.New("--pprof is served behind --metrics-secure's authorization, which is off")
+	case c.pprof && c.metricsAddr == "0":
+		return errors.New("--pprof is served on the metrics endpoint, which --metrics-bind-address=0 turns off")
 	}
 	if c.qps != -1 && (c.qps <= 0 || c.burst < 1) {
 		return errors.New("--kube-api-qps must be -1 (no client-side limit) or above 0 with a --kube-api-burst of 1 or more")
@@ -159,8 +171,20 @@ func (c *flags) metricsOptions() metricsserver.Options {
 		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.NextProtos = []string{"http/1.1"} }},
 	}
 	if c.metricsSecure {
-		o.FilterProvider = metricsAuth // metricsauth.go
+		o.FilterProvider = metricsAuth // metricsauth.go, around the extra handlers too
 		o.CertDir = c.metricsCertDir
+	}
+	if c.pprof {
+		// The handlers of net/http/pprof, on the metrics server's own mux. (Its
+		// import also registers them on http.DefaultServeMux, which nothing in
+		// the operator serves.)
+		o.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index), // and every profile by name: heap, goroutine, allocs...
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
 	}
 	return o
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 )
 
@@ -197,5 +202,115 @@ func TestBearerToken(t *testing.T) {
 		if got, ok := bearerToken(req); got != want || ok != (want != "") {
 			t.Errorf("Authorization %q: %q %v, want %q", header, got, ok, want)
 		}
+	}
+}
+
+// --pprof serves Go's profiles on the metrics endpoint, behind the same gate:
+// the real server of metricsOptions, over HTTPS. A token bound to
+// manifiestos/metrics.yaml's pprof-reader gets the heap profile and not the
+// metrics; one bound to metrics-reader gets the metrics and not the profile;
+// without --pprof, the path is not served at all.
+func TestProfilesNeedTheirOwnRole(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	b, err := os.ReadFile(filepath.Join("manifiestos", "metrics.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]rbacv1.ClusterRole{}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err == nil && role.Kind == "ClusterRole" {
+			roles[role.Name] = role
+		}
+	}
+	token := map[string]string{}
+	for sa, roleName := range map[string]string{"lector": "operador-promociones-metrics-reader", "perfilador": "operador-promociones-pprof-reader"} {
+		role, ok := roles[roleName]
+		if !ok {
+			t.Fatalf("manifiestos/metrics.yaml has no ClusterRole %s", roleName)
+		}
+		role.Name = ns + "-" + roleName
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+		}
+		for _, obj := range []client.Object{&role, binding, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}} {
+			if err := k8sClient.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			_ = k8sClient.Delete(ctx, &role)
+			_ = k8sClient.Delete(ctx, binding)
+		})
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token[sa] = tr.Status.Token
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	https := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the server's self-signed certificate
+	for _, pprofOn := range []bool{true, false} {
+		var f flags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		f.bind(fs)
+		if err := fs.Parse([]string{"--metrics-bind-address=127.0.0.1:0", "--metrics-cert-dir=", fmt.Sprintf("--pprof=%t", pprofOn)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.validate(); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := metricsserver.NewServer(f.metricsOptions(), cfg, httpClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvCtx, stop := context.WithCancel(ctx)
+		go func() { _ = srv.Start(srvCtx) }()
+		var addr string
+		eventually(t, "the metrics server listens", func() error {
+			if addr = srv.(interface{ GetBindAddr() string }).GetBindAddr(); addr == "" {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		get := func(who, path string) int {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
+			req.Header.Set("Authorization", "Bearer "+token[who])
+			resp, err := https.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode == http.StatusOK && path == "/debug/pprof/heap" && !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+				t.Errorf("%s: the heap profile is not a gzipped protobuf: %.40q", who, body)
+			}
+			return resp.StatusCode
+		}
+		for _, tc := range []struct {
+			who, path string
+			want      int
+		}{
+			{"perfilador", "/debug/pprof/heap", http.StatusOK},
+			{"lector", "/debug/pprof/heap", http.StatusForbidden},
+			{"lector", "/metrics", http.StatusOK},
+			{"perfilador", "/metrics", http.StatusForbidden},
+		} {
+			want := tc.want
+			if !pprofOn && strings.HasPrefix(tc.path, "/debug/pprof/") {
+				want = http.StatusNotFound
+			}
+			if got := get(tc.who, tc.path); got != want {
+				t.Errorf("--pprof=%t: %s gets %s: %d, want %d", pprofOn, tc.who, tc.path, got, want)
+			}
+		}
+		stop()
 	}
 }

@@ -269,7 +269,7 @@ func TestInstaller(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"CustomResourceDefinition/promociones.tienda.example.com", "ServiceAccount/operador-promociones", "ClusterRole/operador-promociones",
-		"ClusterRoleBinding/operador-promociones", "Role/operador-promociones-leader-election", "ClusterRole/operador-promociones-metrics-reader",
+		"ClusterRoleBinding/operador-promociones", "Role/operador-promociones-leader-election", "ClusterRole/operador-promociones-metrics-reader", "ClusterRole/operador-promociones-pprof-reader",
 		"ClusterRole/operador-promociones-metrics-auth", "ClusterRoleBinding/operador-promociones-metrics-auth",
 		"ClusterRole/promocion-editor", "ClusterRole/promocion-viewer", "Service/operador-promociones-metrics", "Deployment/operador-promociones",
 		"PodDisruptionBudget/operador-promociones", "ValidatingAdmissionPolicy/operador-promociones-protect-crd",
