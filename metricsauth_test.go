@@ -214,17 +214,7 @@ func TestProfilesNeedTheirOwnRole(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	b, err := os.ReadFile(filepath.Join("manifiestos", "metrics.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	roles := map[string]rbacv1.ClusterRole{}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &role); err == nil && role.Kind == "ClusterRole" {
-			roles[role.Name] = role
-		}
-	}
+	roles := metricsClusterRoles(t)
 	token := map[string]string{}
 	for sa, roleName := range map[string]string{"lector": "operador-promociones-metrics-reader", "perfilador": "operador-promociones-pprof-reader"} {
 		role, ok := roles[roleName]
@@ -313,4 +303,21 @@ func TestProfilesNeedTheirOwnRole(t *testing.T) {
 		}
 		stop()
 	}
+}
+
+// metricsClusterRoles are the ClusterRoles that manifiestos/metrics.yaml ships, by name.
+func metricsClusterRoles(t *testing.T) map[string]rbacv1.ClusterRole {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("manifiestos", "metrics.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]rbacv1.ClusterRole{}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err == nil && role.Kind == "ClusterRole" {
+			roles[role.Name] = role
+		}
+	}
+	return roles
 }
