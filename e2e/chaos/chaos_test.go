@@ -14,6 +14,7 @@ import (
 	"html"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"operador-promociones/e2e/framework"
 	"os"
 	"slices"
@@ -449,13 +450,25 @@ var leftoverGrace = 30 * time.Second
 var quietFor = 3 * time.Second
 
 // quiet returns, from the audit log, the operator's writes in ns during
-// quietFor from now: once ns is right, a write there would be a fight, or churn.
+// quietFor from now that break the quiet: once ns is right, a write there
+// that the API server accepts is a fight, or churn. A write refused with 409
+// Conflict changed nothing: it was made from a cache a moment behind (the
+// watch event of the operator's own last write still on its way), and the
+// conflict requeues it. One per object is that; a second is a loop.
 func (l *lesson) quiet(ns string) []framework.Request {
 	from := time.Now()
 	time.Sleep(quietFor) // the measurement itself: a quiet period
 	l.AuditFlushed()
+	conflicts := map[string]int{}
 	return l.Audit(from, func(w framework.Request) bool {
-		return w.UserAgent == "operador-promociones" && strings.Contains(w.URI, "/namespaces/"+ns+"/")
+		if w.UserAgent != "operador-promociones" || !strings.Contains(w.URI, "/namespaces/"+ns+"/") {
+			return false
+		}
+		if w.Code == http.StatusConflict {
+			conflicts[w.URI]++
+			return conflicts[w.URI] > 1
+		}
+		return true
 	})
 }
 

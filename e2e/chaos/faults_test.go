@@ -308,7 +308,7 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 	rateDuring := float64(p.requests.Load()-before) / time.Since(begun).Seconds()
 	p.set(faults{})
 	injected := p.mustHaveInjected(l.T, f.kinds()...)
-	start := time.Now()
+	start := p.over()
 	l.converge(ns, untouched, start, &r)
 	afterFrom, afterCount := time.Now(), p.requests.Load()
 	time.Sleep(3 * time.Second) // the measurement: the rate once the fault is gone

@@ -77,6 +77,7 @@ type proxy struct {
 	writes    []string         // the kind of each mutating request (verb and resource), since resetWrites
 	requests  atomic.Int64     // every request, for the rate during and after a fault
 	injected  map[string]int64 // by kind of fault, what it did to a request or a watch stream: a fault that did happen
+	comeBack  time.Time        // when the last 429's Retry-After runs out: the client waits until then
 }
 
 // The kinds of fault, as the proxy counts them.
@@ -97,6 +98,20 @@ func (p *proxy) inject(kind string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.injected[kind]++
+}
+
+// retryAfter is what a 429 from the proxy tells the client to wait.
+const retryAfter = time.Second
+
+// over waits until the faults, set off already, have stopped acting: a
+// client told by a 429 to come back after Retry-After is still held by the
+// fault until then. It returns that moment.
+func (p *proxy) over() time.Time {
+	p.mu.Lock()
+	comeBack := p.comeBack
+	p.mu.Unlock()
+	time.Sleep(time.Until(comeBack))
+	return time.Now()
 }
 
 // injectedOf is how many faults of kind the proxy did.
@@ -266,7 +281,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.throttle > 0 && rand.Float64() < f.throttle {
 		p.inject(faultThrottle)
-		w.Header().Set("Retry-After", "1")
+		p.mu.Lock()
+		p.comeBack = time.Now().Add(retryAfter)
+		p.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
 		return
 	}
