@@ -79,7 +79,9 @@ func (f fases) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list PromocionList
-	if err := f.reader.List(ctx, &list); err != nil {
+	// The cache's own objects, not copies: this only reads them, and a copy of
+	// every Promocion at each scrape is garbage the size of the cache.
+	if err := f.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(fasesDesc, err) // the scrape shows the error
 		return
 	}
