@@ -31,11 +31,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
-// TestBench measures three candidates doing the same job in the same run, as
+// TestBench measures four candidates doing the same job in the same run, as
 // ServiceAccounts under API Priority and Fairness: this operator, the lesson's
-// operator (testdata/leccion, built from the lesson's own code), and the best
+// operator (testdata/leccion, built from the lesson's own code) as it is and
+// written carefully (its -tags careful build), and the best
 // plain client (the same writes, made by goroutines as soon as each is
 // possible). Runs are interleaved in a shuffled order; every figure is the
 // median of its repeats with their range. It asserts behaviour only (zero writes
@@ -179,7 +181,7 @@ var (
 		unrelated: 200, flood: 2, sideApply: 10, idle: 3 * time.Second, failovers: 1, limits: []string{"--kube-api-qps=20 --kube-api-burst=30"}}
 	// scaleNs are the issue's; 10,000 is the longest run of a make bench.
 	fullScale = scale{name: "full", n: 1000, repeats: 5, rounds: 3, samples: 200, load: 1000, scaleNs: []int{1000, 5000, 10000},
-		scaleOf:   map[string][]int{results.Leccion: {1000}},
+		scaleOf:   map[string][]int{results.Leccion: {1000, 5000}, results.Careful: {1000, 5000}},
 		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5,
 		limits: []string{"--kube-api-qps=100 --kube-api-burst=200", "--max-concurrent-reconciles=4"}}
 )
@@ -210,6 +212,7 @@ type bench struct {
 // settings records each component's command line and the machine.
 func (b *bench) settings() {
 	b.res.Machine, b.res.Cores = machine(), runtime.NumCPU()
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("memory-limit=%d", b.memoryLimit()))
 	for _, name := range clusterComponents {
 		b.res.Cluster = append(b.res.Cluster, results.Component{Name: name, Args: b.commandLine(name)})
 	}
@@ -303,9 +306,10 @@ func (b *bench) identities() {
 	b.candidates = map[string]*candidate{
 		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator},
 		results.Leccion: {key: results.Leccion, user: "system:serviceaccount:default:bench-leccion", binary: framework.Env.Leccion},
+		results.Careful: {key: results.Careful, user: "system:serviceaccount:default:bench-leccion-careful", binary: framework.Env.LeccionCareful},
 		results.Plain:   {key: results.Plain, user: "system:serviceaccount:default:bench-plain"},
 	}
-	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[results.Ours], "bench-leccion": b.candidates[results.Leccion], "bench-plain": b.candidates[results.Plain]} {
+	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[results.Ours], "bench-leccion": b.candidates[results.Leccion], "bench-leccion-careful": b.candidates[results.Careful], "bench-plain": b.candidates[results.Plain]} {
 		c.kubeconfig = b.ServiceAccountKubeconfig(sa)
 	}
 	b.candidates[results.Plain].c = b.ClientFor(b.candidates[results.Plain].kubeconfig)
@@ -317,15 +321,42 @@ func (b *bench) identities() {
 // every namespace, and waits until its workers run.
 func (b *bench) startCandidate(c *candidate, who string, args ...string) *framework.Operator {
 	b.T.Helper()
-	o := b.Start(framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: c.key == results.Leccion})
+	var env []string
+	if c.key == results.Ours {
+		// As in the cluster: deploy.yaml hands the container's memory limit to
+		// the Go runtime (main.go's memoryLimit).
+		env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memoryLimit())}
+	}
+	o := b.Start(framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Env: env, Flagless: slices.Contains(results.Lessons, c.key)})
 	b.WaitForLog(o, "its workers started", `Starting workers`)
 	return o
+}
+
+// memoryLimit is the operator container's memory limit in deploy.yaml, in bytes.
+func (b *bench) memoryLimit() int64 {
+	raw, err := os.ReadFile(filepath.Join(b.Root, "manifiestos", "deploy.yaml"))
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			b.T.Fatalf("deploy.yaml: %v", err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				return m.Value()
+			}
+		}
+	}
+	b.T.Fatal("deploy.yaml sets no memory limit")
+	return 0
 }
 
 // order is the candidates in a fresh random order.
 func (b *bench) order(keys ...string) []string {
 	if len(keys) == 0 {
-		keys = []string{results.Ours, results.Leccion, results.Plain}
+		keys = []string{results.Ours, results.Leccion, results.Careful, results.Plain}
 	}
 	out := slices.Clone(keys)
 	b.rnd.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
@@ -945,7 +976,7 @@ func (b *bench) contention() {
 		key     string
 		variant string
 	}
-	tries := []try{{results.Ours, ""}, {results.Leccion, ""}, {results.Plain, ""}}
+	tries := []try{{results.Ours, ""}, {results.Leccion, ""}, {results.Careful, ""}, {results.Plain, ""}}
 	for _, l := range b.sc.limits {
 		tries = append(tries, try{results.Ours, l})
 	}
@@ -1018,7 +1049,7 @@ func (b *bench) sideApply(ns string) float64 {
 // take 4000 Pods; with replicas 0 Listo needs no Pod), shuffled at each N.
 func (b *bench) scale() {
 	for _, n := range b.sc.scaleNs {
-		for _, key := range b.order(results.Ours, results.Leccion) {
+		for _, key := range b.order(results.Ours, results.Leccion, results.Careful) {
 			if ns, ok := b.sc.scaleOf[key]; ok && !slices.Contains(ns, n) {
 				continue
 			}
@@ -1097,10 +1128,10 @@ func (b *bench) memory() {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.T.Fatalf("building the operator without cache scoping: %v\n%s", err, out)
 	}
-	variants := map[string]*candidate{results.Ours: b.candidates[results.Ours], results.Leccion: b.candidates[results.Leccion], "unscoped": {key: results.Ours, user: b.candidates[results.Ours].user, kubeconfig: b.candidates[results.Ours].kubeconfig, binary: unscoped}}
+	variants := map[string]*candidate{results.Ours: b.candidates[results.Ours], results.Leccion: b.candidates[results.Leccion], results.Careful: b.candidates[results.Careful], "unscoped": {key: results.Ours, user: b.candidates[results.Ours].user, kubeconfig: b.candidates[results.Ours].kubeconfig, binary: unscoped}}
 	measure := func(section string) {
 		for r := range b.sc.repeats {
-			for _, v := range b.order(results.Ours, results.Leccion, "unscoped") {
+			for _, v := range b.order(results.Ours, results.Leccion, results.Careful, "unscoped") {
 				c := variants[v]
 				o := b.startCandidate(c, "memory")
 				time.Sleep(5 * time.Second) // the measurement: memory once synced and settled
@@ -1229,13 +1260,16 @@ func medianOf(fs []float64) float64 {
 }
 
 // fig is a figure's median and range over its repeats.
-type fig struct{ med, lo, hi float64 }
+type fig struct {
+	med, lo, hi float64
+	n           int // how many figures: 0 when not measured
+}
 
 func figOf(fs []float64) fig {
 	if len(fs) == 0 {
 		return fig{}
 	}
-	return fig{medianOf(fs), slices.Min(fs), slices.Max(fs)}
+	return fig{medianOf(fs), slices.Min(fs), slices.Max(fs), len(fs)}
 }
 
 // overlaps says whether either median lies within the other's range: then

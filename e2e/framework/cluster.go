@@ -33,6 +33,7 @@ var Env struct {
 	Root, KubectlBin, Kubeconfig, Operator string
 	ChildTable, Unfenced                   string // test-only builds of the operator (children_cli.go, fence_off.go)
 	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
+	LeccionCareful                         string // the same, written carefully (its -tags careful build)
 	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
 	Port                                   int    // its API server's
 	// RealNode: the cluster has the real nodes, where the Pods of namespaces not
@@ -116,13 +117,13 @@ func runSuite(m *testing.M, o Options) (int, error) {
 	// The operator as it ships; a build of the same code that prints its table
 	// of child kinds (children_cli.go); and the same without the leader fence.
 	Env.Operator, Env.ChildTable, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "childtable"), filepath.Join(tmp, "unfenced")
-	Env.Leccion = filepath.Join(tmp, "leccion")
+	Env.Leccion, Env.LeccionCareful = filepath.Join(tmp, "leccion"), filepath.Join(tmp, "leccion-careful")
 	for _, b := range []struct {
 		bin, tags, pkg string
 		want           bool
 	}{
 		{Env.Operator, "", ".", true}, {Env.ChildTable, "childtable", ".", true}, {Env.Unfenced, "nofence", ".", o.Unfenced},
-		{Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion},
+		{Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion}, {Env.LeccionCareful, "careful", "./e2e/testdata/leccion", o.Leccion},
 	} {
 		if !b.want {
 			continue

@@ -234,6 +234,7 @@ type Launch struct {
 	Kubeconfig string // default: the admin's
 	Binary     string // default: the operator built for the tests
 	Args       []string
+	Env        []string // added to the test's environment
 	// SecureMetrics serves /metrics as in production, over HTTPS to
 	// authorized tokens; by default the tests read it in plain HTTP.
 	SecureMetrics bool
@@ -274,7 +275,7 @@ func (l *Lesson) Start(s Launch) *Operator {
 	}
 	l.logs = append(l.logs, o.Log)
 	o.Cmd = exec.Command(s.Binary, append(flags, s.Args...)...)
-	o.Cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig)
+	o.Cmd.Env = append(append(os.Environ(), s.Env...), "KUBECONFIG="+s.Kubeconfig)
 	o.Cmd.Stdout, o.Cmd.Stderr = f, f
 	o.StartedAt = time.Now()
 	if err := o.Cmd.Start(); err != nil {

@@ -27,9 +27,9 @@ import (
 )
 
 var (
-	candidates = []string{results.Ours, results.Leccion, results.Plain}
+	candidates = []string{results.Ours, results.Leccion, results.Careful, results.Plain}
 	names      = results.CandidateNames
-	colors     = map[string]color.Color{results.Ours: plotutil.Color(0), results.Leccion: plotutil.Color(1), results.Plain: plotutil.Color(2)}
+	colors     = map[string]color.Color{results.Ours: plotutil.Color(0), results.Leccion: plotutil.Color(1), results.Careful: plotutil.Color(3), results.Plain: plotutil.Color(2)}
 )
 
 func main() {

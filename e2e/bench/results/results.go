@@ -13,10 +13,15 @@ import (
 const (
 	Ours    = "ours"
 	Leccion = "leccion"
+	Careful = "careful" // the lesson's operator, written carefully
 	Plain   = "plain"
 )
 
-var CandidateNames = map[string]string{Ours: "operador-promociones", Leccion: "the lesson's operator", Plain: "plain client"}
+var CandidateNames = map[string]string{Ours: "operador-promociones", Leccion: "the lesson's operator", Careful: "the lesson's operator, careful", Plain: "plain client"}
+
+// Lessons are the two lesson baselines: every goal set against the lesson's
+// operator compares with the better of them.
+var Lessons = []string{Leccion, Careful}
 
 // Results is everything measured; the report and the plots (hack/plots) are
 // made from it alone.
