@@ -145,7 +145,7 @@ func (c *flags) managerOptions() ctrl.Options {
 		}},
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
-			DefaultTransform:  cache.TransformStripManagedFields(),
+			DefaultTransform:  cacheTransform,
 			ByObject:          cacheByObject(),
 		},
 		LeaderElection:                c.leaderElect,

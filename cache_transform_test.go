@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The cache's transform drops fields the operator never reads; it must keep
+// every field it reads (the status it computes is the same from the cached
+// copy), and no write the operator makes from a cached copy may lose what was
+// dropped: the API server keeps it, and the operator, restarted on a world
+// that holds all of it, repairs from its cache without touching it.
+func TestCacheTransformLosesNothing(t *testing.T) {
+	p, c, stop := runningPromocion(t)
+	conditions := []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."},
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: "ReplicaSet has successfully progressed."},
+	}
+	eventually(t, "the Deployment controller's status, conditions included", func() error {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.dep), &d); err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, Conditions: conditions}
+		return k8sClient.Status().Update(ctx, &d)
+	})
+	svcConditions := []metav1.Condition{{Type: "LoadBalancerReady", Status: metav1.ConditionFalse, Reason: "Pending", Message: "no load balancer here", LastTransitionTime: metav1.Now()}}
+	eventually(t, "a Service status", func() error {
+		var s corev1.Service
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(c.svc), &s); err != nil {
+			return err
+		}
+		s.Status.Conditions = svcConditions
+		return k8sClient.Status().Update(ctx, &s)
+	})
+	const applied = `{"apiVersion":"tienda.example.com/v1","kind":"Promocion","spec":{"banner":"https://tienda.example.com","replicas":3}}`
+	eventually(t, "kubectl apply's annotation on the Promocion", func() error {
+		got := getPromocion(t, p)
+		metav1.SetMetaDataAnnotation(&got.ObjectMeta, corev1.LastAppliedConfigAnnotation, applied)
+		return k8sClient.Update(ctx, got)
+	})
+	eventually(t, "Listo", func() error {
+		if f := getPromocion(t, p).Status.Fase; f != FaseListo {
+			return fmt.Errorf("fase %q", f)
+		}
+		return nil
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the cache holds, from what the API server holds.
+	if err := getChildren(p, c); err != nil {
+		t.Fatal(err)
+	}
+	stored := getPromocion(t, p)
+	cached := func(obj client.Object) client.Object {
+		out, err := cacheTransform(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(client.Object)
+	}
+	dep, svc, promo := cached(c.dep).(*appsv1.Deployment), cached(c.svc).(*corev1.Service), cached(stored).(*Promocion)
+	if len(dep.Status.Conditions)+len(svc.Status.Conditions) != 0 || promo.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		t.Errorf("the transform kept what it is meant to drop: %d and %d conditions, annotation %q",
+			len(dep.Status.Conditions), len(svc.Status.Conditions), promo.Annotations[corev1.LastAppliedConfigAnnotation])
+	}
+	now := metav1.Now()
+	if a, b := computeStatus(stored, c.dep, nil, now), computeStatus(promo, dep, nil, now); !equality.Semantic.DeepEqual(a, b) {
+		t.Errorf("the status computed from the cached copies differs:\n%+v\n%+v", b, a)
+	}
+	for i, k := range childKinds {
+		fromAPI, fromCache := c.all[i].DeepCopyObject().(client.Object), cached(c.all[i])
+		k.Mutate(fromAPI, stored, DefaultWebImage)
+		k.Mutate(fromCache, promo, DefaultWebImage)
+		if fromAPI.GetResourceVersion() != fromCache.GetResourceVersion() || !equality.Semantic.DeepEqual(childSpec(fromAPI), childSpec(fromCache)) {
+			t.Errorf("%s: what the operator would write differs from the cached copy", k.Kind)
+		}
+	}
+
+	// Writes from the cached copies: the dropped fields stay on the server.
+	dep.Spec.Replicas = new(int32(5)) // a hand scale, for the operator to undo from its cache below
+	svc.Labels["equipo"] = "marketing"
+	promo.Status.ReadyReplicas = 42 // wrong, for the operator to put right below
+	for what, err := range map[string]error{"Deployment": k8sClient.Update(ctx, dep), "Service": k8sClient.Update(ctx, svc), "Promocion status": k8sClient.Status().Update(ctx, promo)} {
+		if err != nil {
+			t.Fatalf("updating the %s from its cached copy: %v", what, err)
+		}
+	}
+	kept := func() error {
+		if err := getChildren(p, c); err != nil {
+			return err
+		}
+		got := getPromocion(t, p)
+		switch {
+		case !equality.Semantic.DeepEqual(conditions, c.dep.Status.Conditions):
+			return fmt.Errorf("the Deployment's conditions are now %+v", c.dep.Status.Conditions)
+		case len(c.svc.Status.Conditions) != 1 || c.svc.Status.Conditions[0].Message != svcConditions[0].Message:
+			return fmt.Errorf("the Service's status is now %+v", c.svc.Status)
+		case got.Annotations[corev1.LastAppliedConfigAnnotation] != applied:
+			return fmt.Errorf("the Promocion's annotations are now %v", got.Annotations)
+		}
+		return nil
+	}
+	if err := kept(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator, repairing from its cache, keeps them too.
+	startOperator(t, p.Namespace)
+	eventually(t, "the hand scale undone and the status put right", func() error {
+		if err := getChildren(p, c); err != nil {
+			return err
+		}
+		if r, got := *c.dep.Spec.Replicas, getPromocion(t, p).Status.ReadyReplicas; r != 3 || got == 42 {
+			return fmt.Errorf("replicas %d, status readyReplicas %d", r, got)
+		}
+		return nil
+	})
+	if err := kept(); err != nil {
+		t.Error(err)
+	}
+}
+
+// childSpec is what a child's kind says it should be: its data or spec.
+func childSpec(obj client.Object) any {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return o.Data
+	case *appsv1.Deployment:
+		return o.Spec
+	case *corev1.Service:
+		return o.Spec
+	}
+	return obj
+}
