@@ -370,6 +370,7 @@ func (r *reportWriter) scale() {
 	r.f("![Convergence time against N](bench/convergence.svg) ![RSS against N](bench/rss.svg)\n\n")
 	r.memoryGoals()
 	r.cpuToListo()
+	r.profiles()
 }
 
 // memoryGoals: settled RSS per 1000 Promociones (above the candidate's own
@@ -412,6 +413,19 @@ func (r *reportWriter) memoryGoals() {
 			r.addGoal(fmt.Sprintf("At N = %d, RSS peak inside deploy.yaml's memory limit (%s MiB; GOMEMLIMIT set from it, as in the container)", last, num(limit/(1<<20))),
 				ours.PeakMiB <= limit/(1<<20), fmt.Sprintf("%s MiB", num(ours.PeakMiB)))
 		}
+	}
+}
+
+// profiles shows the top of each heap profile taken in the scale runs.
+func (r *reportWriter) profiles() {
+	r.f("#### Where the memory goes: heap profiles\n\n")
+	if len(r.res.Profiles) == 0 {
+		r.f("Not taken in this report's run.\n\n")
+		return
+	}
+	r.f("Taken at the end of scale runs, 5 s after the RSS settled, from the operator's own endpoint after a garbage collection (`/debug/pprof/heap?gc=1`): in-use space, so what is live, without the garbage the RSS also holds. Ours serves it as in production (`--pprof`, behind its metrics authorization); the lesson baselines only for the benchmark (`LECCION_PPROF`). The top 12 by function (what each allocated itself; a protobuf `Unmarshal` is the type it decodes), then by call site (with what it called). Each file is in `bench/` for `go tool pprof -http=: bench/<file>`.\n\n")
+	for _, p := range r.res.Profiles {
+		r.f("**%s, N = %d**: %s in use (`%s`).\n\n```\n%s\n```\n\n```\n%s\n```\n\n", short[p.Candidate], p.N, p.Total, p.File, strings.Join(p.Flat, "\n"), strings.Join(p.Cum, "\n"))
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"operador-promociones/e2e/bench/results"
 	"operador-promociones/e2e/framework"
 	"os"
@@ -53,14 +55,14 @@ func TestBench(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		seed = s
 	}
-	b := &bench{Lesson: framework.NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)),
+	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
+	b := &bench{Lesson: framework.NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
 		res: &results.Results{Scale: sc.name, Commit: framework.Commit(), Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
 	b.makeTemplate()
 	b.saveCluster()
 
-	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
 	only := os.Getenv("BENCH_SECTIONS") // comma-separated: measure these only, beside an earlier run's others
 	if only != "" {
 		b.joinEarlier(dir)
@@ -205,6 +207,8 @@ type bench struct {
 	template   *template // what the operator made for one Promocion, copied by the plain client
 	flooder    client.Client
 	usuario    string // the kubeconfig of a team's user
+	perfil     string // the token of bench-perfil, which may read ours' metrics and profiles
+	outDir     string // where the report's data, plots and profiles go
 }
 
 // ----- the cluster and the machine -----
@@ -300,9 +304,10 @@ func load1() float64 {
 // identities gives each candidate its ServiceAccount.
 func (b *bench) identities() {
 	b.Identity("bench-operador")
-	rbac := filepath.Join(b.Root, "e2e", "testdata", "bench-rbac.yaml")
-	b.Kubectl("apply", "-f", rbac)
-	b.T.Cleanup(func() { _, _ = b.TryKubectl("delete", "--ignore-not-found", "-f", rbac) })
+	rbac, metrics := filepath.Join(b.Root, "e2e", "testdata", "bench-rbac.yaml"), filepath.Join(b.Root, "manifiestos", "metrics.yaml")
+	b.Kubectl("apply", "-f", metrics, "-f", rbac)
+	b.T.Cleanup(func() { _, _ = b.TryKubectl("delete", "--ignore-not-found", "-f", rbac, "-f", metrics) })
+	b.perfil = b.Kubectl("create", "token", "bench-perfil", "-n", "default", "--duration=3h")
 	b.candidates = map[string]*candidate{
 		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator},
 		results.Leccion: {key: results.Leccion, user: "system:serviceaccount:default:bench-leccion", binary: framework.Env.Leccion},
@@ -321,15 +326,100 @@ func (b *bench) identities() {
 // every namespace, and waits until its workers run.
 func (b *bench) startCandidate(c *candidate, who string, args ...string) *framework.Operator {
 	b.T.Helper()
-	var env []string
+	o, _ := b.startProfiled(c, who, false, args...)
+	return o
+}
+
+// startProfiled is startCandidate, serving heap profiles if profiled; it
+// returns where they are served. Ours serves them as in production (--pprof,
+// over HTTPS behind its metrics authorization, read with bench-perfil's
+// token); the lesson baselines on a plain loopback listener (LECCION_PPROF).
+func (b *bench) startProfiled(c *candidate, who string, profiled bool, args ...string) (*framework.Operator, string) {
+	b.T.Helper()
+	l := framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: slices.Contains(results.Lessons, c.key)}
 	if c.key == results.Ours {
 		// As in the cluster: deploy.yaml hands the container's memory limit to
 		// the Go runtime (main.go's memoryLimit).
-		env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memoryLimit())}
+		l.Env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memoryLimit())}
 	}
-	o := b.Start(framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Env: env, Flagless: slices.Contains(results.Lessons, c.key)})
+	var pprof string
+	switch {
+	case profiled && c.key == results.Ours:
+		l.SecureMetrics, l.Args = true, append(slices.Clone(args), "--pprof")
+	case profiled:
+		pprof = "http://" + framework.FreeAddresses(b.T, 1)[0]
+		l.Env = append(l.Env, "LECCION_PPROF="+strings.TrimPrefix(pprof, "http://"))
+	}
+	o := b.Start(l)
+	if l.SecureMetrics {
+		o.MetricsToken, pprof = b.perfil, o.MetricsURL
+	}
 	b.WaitForLog(o, "its workers started", `Starting workers`)
-	return o
+	return o, pprof
+}
+
+// profiled says whether a run takes a heap profile: the scale runs of ours
+// at 1000 and 10,000 (the smallest and largest N at a smaller scale), and of
+// the careful lesson at the smallest.
+func (b *bench) profiled(section, key string, n int) bool {
+	ns := b.sc.scaleNs
+	switch {
+	case section != "scale":
+		return false
+	case key == results.Ours:
+		return n == ns[0] || n == ns[len(ns)-1]
+	case key == results.Careful:
+		return n == ns[0]
+	}
+	return false
+}
+
+// heapProfile takes an operator's heap profile at pprof (after a garbage
+// collection, so in-use space is what is live), writes it into dir and
+// keeps the top of it, by function and by call site.
+func (b *bench) heapProfile(o *framework.Operator, pprof string, key string, n int) {
+	b.T.Helper()
+	get := o.Get
+	if o.MetricsURL != pprof {
+		get = func(path string) (*http.Response, error) { return http.Get(pprof + path) } //nolint:noctx // loopback, once
+	}
+	resp, err := get("/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.T.Fatalf("heap profile of %s: %v", key, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		b.T.Fatalf("heap profile of %s: %s\n%s", key, resp.Status, raw)
+	}
+	name := fmt.Sprintf("heap-%s-%d.pb.gz", key, n)
+	file := filepath.Join(b.outDir, name)
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		b.T.Fatal(err)
+	}
+	top := func(extra ...string) (total string, lines []string) {
+		out, err := exec.Command("go", append([]string{"tool", "pprof", "-top", "-nodecount=12", "-sample_index=inuse_space"}, append(extra, file)...)...).Output()
+		if err != nil {
+			b.T.Fatalf("go tool pprof %s: %v", file, err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+			switch {
+			case strings.HasPrefix(line, "Showing nodes accounting for"):
+				_, total, _ = strings.Cut(line, " of ")
+				total, _, _ = strings.Cut(total, " total")
+			case strings.Contains(line, "%") && !strings.Contains(line, "flat%"):
+				lines = append(lines, strings.TrimSpace(line))
+			}
+		}
+		return total, lines
+	}
+	p := results.HeapProfile{Candidate: key, N: n, File: name}
+	p.Total, p.Flat = top()
+	_, p.Cum = top("-cum")
+	if len(p.Flat) == 0 {
+		b.T.Fatalf("go tool pprof shows nothing in %s", file)
+	}
+	b.res.Profiles = append(b.res.Profiles, p)
 }
 
 // memoryLimit is the operator container's memory limit in deploy.yaml, in bytes.
@@ -892,8 +982,10 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	b.Namespace(ns)
 	r := results.Run{Section: section, Candidate: c.key, Variant: variant, N: n, Replicas: replicas, Repeat: repeat, Calibration: calibrate(), Load1: load1()}
 	var o *framework.Operator
+	var pprof string
+	profiled := b.profiled(section, c.key, n)
 	if c.binary != "" {
-		o = b.startCandidate(c, fmt.Sprintf("%s-%d-%d", section, n, repeat), args...)
+		o, pprof = b.startProfiled(c, fmt.Sprintf("%s-%d-%d", section, n, repeat), profiled, args...)
 	}
 	auditFrom := b.AuditSize()
 	requests := b.apiRequests()
@@ -925,6 +1017,9 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		r.PeakMiB, _ = o.RSS(b.T)
 		time.Sleep(5 * time.Second) // the measurement: memory once the burst has passed
 		_, r.SettledMiB = o.RSS(b.T)
+		if profiled {
+			b.heapProfile(o, pprof, c.key, n)
+		}
 	}
 	r.APIRequests = b.apiRequests() - requests
 	b.AuditFlushed()

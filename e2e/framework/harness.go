@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -224,8 +225,23 @@ type Operator struct {
 	Log                   string
 	StartedAt             time.Time
 	MetricsURL, ProbesURL string // http://127.0.0.1:port
-	Done                  chan struct{}
-	Err                   error
+	// MetricsToken, when set, is sent with every read of a SecureMetrics
+	// operator's endpoint (its self-signed certificate taken as it is).
+	MetricsToken string
+	Done         chan struct{}
+	Err          error
+}
+
+// Get reads path from the operator's metrics endpoint, with its token if set.
+func (o *Operator) Get(path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, o.MetricsURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if o.MetricsToken != "" {
+		req.Header.Set("Authorization", "Bearer "+o.MetricsToken)
+	}
+	return metricsClient.Do(req)
 }
 
 // Launch is an operator process to start.
@@ -375,7 +391,7 @@ func (l *Lesson) WaitForLog(o *Operator, what, pattern string) time.Time {
 // Metric adds up the samples of a Prometheus Metric whose labels match (all
 // of them if match is nil); -1 if the operator does not answer.
 func (o *Operator) Metric(name string, match func(labels string) bool) float64 {
-	resp, err := metricsClient.Get(o.MetricsURL + "/metrics")
+	resp, err := o.Get("/metrics")
 	if err != nil {
 		return -1
 	}
@@ -399,8 +415,11 @@ func (o *Operator) Metric(name string, match func(labels string) bool) float64 {
 	return sum
 }
 
-// metricsClient gives up on an operator that does not answer (a frozen one).
-var metricsClient = &http.Client{Timeout: 5 * time.Second}
+// metricsClient gives up on an operator that does not answer (a frozen one),
+// and takes a SecureMetrics operator's self-signed certificate as it is.
+var metricsClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // an operator's self-signed certificate, on loopback
+}}
 
 var writeMethod = regexp.MustCompile(`method="(POST|PUT|PATCH|DELETE)"`)
 

@@ -38,7 +38,8 @@ type Results struct {
 	Inside   []Inside         `json:"inside"`
 	Runs     []Run            `json:"runs"`
 	Failover []FailoverRun    `json:"failover"`
-	Noise    []Noise          `json:"noise"` // taken before each recovery round, beside each run's own
+	Profiles []HeapProfile    `json:"profiles,omitempty"` // taken at the end of some scale runs
+	Noise    []Noise          `json:"noise"`              // taken before each recovery round, beside each run's own
 	Notes    []string         `json:"notes"`
 	Sections []SectionTime    `json:"sections"` // how long each section took
 	Parts    []string         `json:"parts"`    // the runs whose sections this holds: when, which, seed
@@ -67,6 +68,17 @@ type RecoverySample struct {
 	Converging bool    `json:"converging"` // under load: it was back before the load had all converged
 	Round      int     `json:"round"`
 	Ms         float64 `json:"ms"`
+}
+
+// HeapProfile is the top of an operator's heap profile (in-use space, after a
+// garbage collection: what is live), taken once its scale run had settled.
+type HeapProfile struct {
+	Candidate string   `json:"candidate"`
+	N         int      `json:"n"`
+	File      string   `json:"file"`  // under the benchmark's output directory
+	Total     string   `json:"total"` // the in-use space the profile accounts for
+	Flat      []string `json:"flat"`  // go tool pprof -top: by function, what each allocated itself
+	Cum       []string `json:"cum"`   // go tool pprof -top -cum: by call site, with what it called
 }
 
 // Run is one convergence: N Promociones created at once, followed until all
@@ -122,6 +134,8 @@ func (r *Results) Drop(section string) {
 		r.Recovery, r.Inside, r.Noise = nil, nil, nil
 	case "failover":
 		r.Failover = nil
+	case "scale":
+		r.Profiles = nil
 	}
 	r.Sections = slices.DeleteFunc(r.Sections, func(s SectionTime) bool { return s.Name == section })
 	var parts []string
