@@ -106,9 +106,9 @@ func TestBench(t *testing.T) {
 // since it restores the cluster with etcd syncing to disk.
 var sections = []string{"recovery", "headline", "contention", "scale", "memory", "steady", "failover", "fsync"}
 
-// part names this run and the sections it measured.
+// part names this run, its commit and the sections it measured.
 func (b *bench) part(sections string) string {
-	return fmt.Sprintf("%s (seed %d): %s", b.started.UTC().Format("2006-01-02 15:04 MST"), b.res.Seed, sections)
+	return fmt.Sprintf("%s (seed %d, commit %s): %s", b.started.UTC().Format("2006-01-02 15:04 MST"), b.res.Seed, b.res.Commit, sections)
 }
 
 // joinEarlier takes an earlier run's results from dir, to which this run
@@ -127,7 +127,7 @@ func (b *bench) joinEarlier(dir string) {
 		earlier.Drop(name)
 	}
 	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
-	earlier.Started, earlier.Seed = b.res.Started, b.res.Seed
+	earlier.Started, earlier.Seed, earlier.Commit = b.res.Started, b.res.Seed, b.res.Commit // the header's; each part names its own commit
 	*b.res = earlier
 }
 
