@@ -128,6 +128,9 @@ func (b *bench) joinEarlier(dir string) {
 	}
 	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
 	earlier.Started, earlier.Seed, earlier.Commit = b.res.Started, b.res.Seed, b.res.Commit // the header's; each part names its own commit
+	// This run's settings (deploy.yaml's memory limit), not the earlier run's.
+	limit := func(n string) bool { return strings.HasPrefix(n, "memory-limit=") }
+	earlier.Notes = append(slices.DeleteFunc(earlier.Notes, limit), slices.DeleteFunc(slices.Clone(b.res.Notes), func(n string) bool { return !limit(n) })...)
 	*b.res = earlier
 }
 
