@@ -129,8 +129,7 @@ func (b *bench) joinEarlier(dir string) {
 	earlier.Scale, earlier.Machine, earlier.Cluster = b.res.Scale, b.res.Machine, b.res.Cluster
 	earlier.Started, earlier.Seed, earlier.Commit = b.res.Started, b.res.Seed, b.res.Commit // the header's; each part names its own commit
 	// This run's settings (deploy.yaml's memory limit), not the earlier run's.
-	limit := func(n string) bool { return strings.HasPrefix(n, "memory-limit=") }
-	earlier.Notes = append(slices.DeleteFunc(earlier.Notes, limit), slices.DeleteFunc(slices.Clone(b.res.Notes), func(n string) bool { return !limit(n) })...)
+	earlier.Notes = append(slices.DeleteFunc(earlier.Notes, func(n string) bool { return strings.HasPrefix(n, "memory-limit=") }), b.memoryLimitNote())
 	*b.res = earlier
 }
 
@@ -212,6 +211,7 @@ type bench struct {
 	usuario    string // the kubeconfig of a team's user
 	perfil     string // the token of bench-perfil, which may read ours' metrics and profiles
 	outDir     string // where the report's data, plots and profiles go
+	memLimit   int64  // deploy.yaml's memory limit for the operator, in bytes
 }
 
 // ----- the cluster and the machine -----
@@ -219,7 +219,8 @@ type bench struct {
 // settings records each component's command line and the machine.
 func (b *bench) settings() {
 	b.res.Machine, b.res.Cores = machine(), runtime.NumCPU()
-	b.res.Notes = append(b.res.Notes, fmt.Sprintf("memory-limit=%d", b.memoryLimit()))
+	b.memLimit = b.memoryLimit()
+	b.res.Notes = append(b.res.Notes, b.memoryLimitNote())
 	for _, name := range clusterComponents {
 		b.res.Cluster = append(b.res.Cluster, results.Component{Name: name, Args: b.commandLine(name)})
 	}
@@ -343,7 +344,7 @@ func (b *bench) startProfiled(c *candidate, who string, profiled bool, args ...s
 	if c.key == results.Ours {
 		// As in the cluster: deploy.yaml hands the container's memory limit to
 		// the Go runtime (main.go's memoryLimit).
-		l.Env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memoryLimit())}
+		l.Env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memLimit)}
 	}
 	var pprof string
 	switch {
@@ -445,6 +446,9 @@ func (b *bench) memoryLimit() int64 {
 	b.T.Fatal("deploy.yaml sets no memory limit")
 	return 0
 }
+
+// memoryLimitNote records deploy.yaml's memory limit for the report.
+func (b *bench) memoryLimitNote() string { return fmt.Sprintf("memory-limit=%d", b.memLimit) }
 
 // order is the candidates in a fresh random order.
 func (b *bench) order(keys ...string) []string {
