@@ -121,6 +121,9 @@ func pick(runs []results.Run, f func(results.Run) float64) []float64 {
 }
 
 func (x fig) String() string {
+	if x.n == 0 {
+		return "–" // not measured in this report's run
+	}
 	if x.lo == x.hi {
 		return num(x.med)
 	}
@@ -230,8 +233,14 @@ func (r *reportWriter) recovery() {
 				if bestPooled == 0 {
 					bestPooled = max(pooled[results.Leccion][i], pooled[results.Careful][i])
 				}
+				all := func(c string) string {
+					if v, ok := pooled[c]; ok {
+						return num(v[i])
+					}
+					return "–"
+				}
 				r.f("| %s | %s | %s of all | %s | %s | %s | %s | %.2f× | %.2f× |\n", kind, when, p,
-					num(pooled[results.Ours][i]), num(pooled[results.Leccion][i]), num(pooled[results.Careful][i]), num(pooled[results.Plain][i]), pooled[results.Ours][i]/bestPooled, pooled[results.Ours][i]/pooled[results.Plain][i])
+					all(results.Ours), all(results.Leccion), all(results.Careful), all(results.Plain), pooled[results.Ours][i]/bestPooled, pooled[results.Ours][i]/pooled[results.Plain][i])
 				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the better lesson baseline", p, kind, when), o.med <= l.med || o.overlaps(l),
 					fmt.Sprintf("%s against %s ms (%s)", o, l, which))
 			}
