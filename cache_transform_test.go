@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -60,8 +65,9 @@ func TestCacheTransformLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := getPromocion(t, p)
+	transform := newCacheTransform()
 	cached := func(obj client.Object) client.Object {
-		out, err := cacheTransform(obj.DeepCopyObject())
+		out, err := transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,4 +146,118 @@ func childSpec(obj client.Object) any {
 		return o.Spec
 	}
 	return obj
+}
+
+// Children alike hold one copy of what they share in the cache, and the
+// sharing changes no child's values: each cached child equals its stored
+// self, field for field, whatever it shares with the others.
+func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
+	transform := newCacheTransform()
+	maxSurge := intstr.FromString("25%")
+	cache := func(obj client.Object) client.Object {
+		t.Helper()
+		out, err := transform(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(obj, out) {
+			t.Errorf("%s: the cached copy differs from the stored object:\n%+v\n%+v", obj.GetName(), out, obj)
+		}
+		return out.(client.Object)
+	}
+	deployment := func(name, image string) *appsv1.Deployment {
+		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}, Spec: PromocionSpec{Banner: "Oferta " + name, Replicas: new(int32(2))}}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
+		mutateDeployment(d, p, image)
+		// What the API server's defaults add.
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxSurge}}
+		return cache(d).(*appsv1.Deployment)
+	}
+	service := func(name string) *corev1.Service {
+		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}}
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
+		mutateService(s, p)
+		return cache(s).(*corev1.Service)
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+
+	a, b := deployment("a", DefaultWebImage), deployment("b", DefaultWebImage)
+	for what, shared := range map[string]bool{
+		"the web container":          same(a.Spec.Template.Spec.Containers, b.Spec.Template.Spec.Containers),
+		"the pod's security context": same(a.Spec.Template.Spec.SecurityContext, b.Spec.Template.Spec.SecurityContext),
+		"the rollout strategy":       same(a.Spec.Strategy.RollingUpdate, b.Spec.Strategy.RollingUpdate),
+		"a's labels, with its pods'": same(a.Labels, a.Spec.Template.Labels),
+		"the Service's port":         same(service("a").Spec.Ports, service("b").Spec.Ports),
+	} {
+		if !shared {
+			t.Errorf("two children alike each keep their own copy of %s", what)
+		}
+	}
+	if same(a.Labels, b.Labels) {
+		t.Error("two Promociones' children share their labels, which name each Promocion")
+	}
+
+	// A web image rolling out: the children differ, each keeps what it holds.
+	c := deployment("c", "nginx:otra")
+	if same(a.Spec.Template.Spec.Containers, c.Spec.Template.Spec.Containers) || c.Spec.Template.Spec.Containers[0].Image != "nginx:otra" {
+		t.Errorf("a Deployment of another image got the first one's container: %s", c.Spec.Template.Spec.Containers[0].Image)
+	}
+	if a.Spec.Template.Spec.Containers[0].Image != DefaultWebImage {
+		t.Errorf("the first Deployment's container changed: %s", a.Spec.Template.Spec.Containers[0].Image)
+	}
+
+	// Someone labelled the Deployment alone: its pods' labels stay as they are.
+	d := deployment("d", DefaultWebImage).DeepCopy()
+	d.Labels["equipo"] = "marketing"
+	if d = cache(d).(*appsv1.Deployment); same(d.Labels, d.Spec.Template.Labels) {
+		t.Error("a Deployment's labels and its pods' differ, yet they share one map")
+	}
+}
+
+// What the cache shares stays inside it: each child the operator reads from
+// its cache (as it is configured in main) is the reader's own copy, so a
+// mutate function changing one Deployment cannot reach another.
+func TestCachedChildrenAreCopies(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	for _, name := range []string{"a", "b"} {
+		waitForChildren(t, createPromocion(t, ns, name, "Oferta "+name, 1))
+	}
+	f := testFlags(ns)
+	opts := f.managerOptions()
+	opts.Cache.Scheme = opts.Scheme
+	c, err := cache.New(cfg, opts.Cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = c.Start(cctx) }()
+	if !c.WaitForCacheSync(cctx) {
+		t.Fatal("the cache did not sync")
+	}
+	get := func(name string) *appsv1.Deployment {
+		t.Helper()
+		var d appsv1.Deployment
+		eventually(t, "Deployment "+name+" in the cache", func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &d)
+		})
+		return &d
+	}
+	a, b := get("a"), get("b")
+	if &a.Spec.Template.Spec.Containers[0] == &b.Spec.Template.Spec.Containers[0] {
+		t.Fatal("two Deployments read from the cache share their container")
+	}
+	a.Spec.Template.Spec.Containers[0].Image = "cambiada"
+	a.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = a.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+	a.Spec.Template.Labels["cambiada"] = "si"
+	for _, d := range []*appsv1.Deployment{get("a"), get("b")} {
+		ctr := d.Spec.Template.Spec.Containers[0]
+		if ctr.Image != DefaultWebImage || ctr.Resources.Limits.Memory().String() != "64Mi" || d.Labels["cambiada"] != "" {
+			t.Errorf("a change to a copy read from the cache reached the cache's %s: image %s, memory limit %s, labels %v",
+				d.Name, ctr.Image, ctr.Resources.Limits.Memory(), d.Labels)
+		}
+	}
 }

@@ -145,7 +145,7 @@ func (c *flags) managerOptions() ctrl.Options {
 		}},
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
-			DefaultTransform:  cacheTransform,
+			DefaultTransform:  newCacheTransform(),
 			ByObject:          cacheByObject(),
 		},
 		LeaderElection:                c.leaderElect,
