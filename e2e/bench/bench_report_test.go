@@ -196,13 +196,21 @@ func (r *reportWriter) header() {
 	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`, as many newcomers write it), **lesson, careful** (the same code with its mutate functions setting only the fields they own inside the lists the API server defaults, the selector set only on create, and the status written only when it changed: `-tags careful`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Every run and round starts from the same cluster: etcd's data, saved once after set-up, is put back (`hack/cluster.sh restore`: the control plane killed, the data copied back, the control plane started) and a probe Deployment's Pod made Ready before it begins. Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
 }
 
+// whenOf names a recovery's conditions in the report.
+func whenOf(loaded bool) string {
+	if loaded {
+		return "under load"
+	}
+	return "idle"
+}
+
 func (r *reportWriter) recovery() {
 	r.f("### Recovery of a deleted child\n\n")
 	r.f("%d rounds per candidate, each over %d live shops (Promociones of replicas 0, converged). Idle: %d deletions per child kind, one at a time, of one shop's children. Under load: %d Promociones are created at once in another namespace and, as soon as they all exist, every shop loses its three children at once (%d deletions, 32 at a time), so that each recovery competes with the load's backlog; the time runs from each delete to the watch event of its new object. For each: each round's p50 and p95 (median of the rounds [min, max]) and the p50 and p95 of all samples together. In ms.\n\n", r.sc.rounds, r.sc.samples, r.sc.samples, r.sc.load, 3*r.sc.samples)
 	r.f("| child | when | figure | ours | lesson | lesson, careful | plain | ours ÷ the better lesson | ours ÷ plain |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, kind := range []string{"ConfigMap", "Deployment", "Service"} {
 		for _, loaded := range []bool{false, true} {
-			when := map[bool]string{false: "idle", true: "under load"}[loaded]
+			when := whenOf(loaded)
 			per := map[string]map[string]fig{} // candidate → figure → over rounds
 			pooled := map[string][2]float64{}
 			for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
@@ -258,12 +266,14 @@ func (r *reportWriter) recovery() {
 	if after > 0 {
 		r.f("\n%d of the %d samples under load (%.0f%%) were back before the load had all converged (the load's watch shows every Promocion Listo); the rest came back after it, behind the whole backlog.\n\n", conv, after, 100*float64(conv)/float64(after))
 	}
-	r.f("Inside the operators during each round's idle deletions (controller-runtime's own metrics, means per reconcile, every reconcile of the round counted: the recreations and the status updates that follow them):\n\n")
-	r.f("| candidate | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- |\n")
+	r.f("Inside the operators during each round's idle deletions, and from its burst of deletions under load until every child was back (controller-runtime's own metrics, means per reconcile, every reconcile of the time counted: the recreations and the status updates that follow them, and under load the load's own):\n\n")
+	r.f("| candidate | when | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
-		for _, in := range r.res.Inside {
-			if in.Candidate == c {
-				r.f("| %s | %d | %.0f | %s | %s | %s (%.0f Gets) |\n", short[c], in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets)
+		for _, loaded := range []bool{false, true} {
+			for _, in := range r.res.Inside {
+				if in.Candidate == c && in.Loaded == loaded {
+					r.f("| %s | %s | %d | %.0f | %s | %s | %s (%.0f Gets) |\n", short[c], whenOf(loaded), in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets)
+				}
 			}
 		}
 	}

@@ -817,14 +817,7 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 			time.Sleep(20 * time.Millisecond) // each recovery alone, not in the wake of the last
 		}
 	}
-	if o != nil {
-		after := b.insideOf(o)
-		n := after.Reconciles - before.Reconciles
-		gets := after.Gets - before.Gets
-		b.res.Inside = append(b.res.Inside, results.Inside{Candidate: c.key, Round: r, Reconciles: n,
-			QueuedMs: (after.QueuedMs - before.QueuedMs) / n, ReconcileMs: (after.ReconcileMs - before.ReconcileMs) / n,
-			WaitMs: (after.WaitMs - before.WaitMs) / max(gets, 1), Gets: gets})
-	}
+	b.inside(o, c, r, false, before)
 
 	// Under load: sc.load Promociones created at once in another namespace and,
 	// once they all exist, every shop loses its three children at once.
@@ -856,7 +849,9 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	case <-ctx.Done():
 		b.T.Fatalf("the load's %d Promociones were not all created", b.sc.load)
 	}
+	before = b.insideOf(o)
 	samples := b.burst(ctx, ns, shops, recreate)
+	b.inside(o, c, r, true, before)
 	b.WaitFor("the load converged", 10*time.Minute, 100*time.Millisecond, func() error {
 		if converged.Load() == nil {
 			return fmt.Errorf("not yet")
@@ -946,6 +941,21 @@ func (b *bench) burst(ctx context.Context, ns string, shops []*unstructured.Unst
 		b.T.Fatalf("%d of the burst's %d children came back", len(out), len(kinds)*len(shops))
 	}
 	return out
+}
+
+// inside records where operator o's time went since the totals before: the
+// means per reconcile of every reconcile in between (under load, the load's
+// and the repairs' alike).
+func (b *bench) inside(o *framework.Operator, c *candidate, round int, loaded bool, before results.Inside) {
+	if o == nil {
+		return
+	}
+	after := b.insideOf(o)
+	n := after.Reconciles - before.Reconciles
+	gets := after.Gets - before.Gets
+	b.res.Inside = append(b.res.Inside, results.Inside{Candidate: c.key, Round: round, Loaded: loaded, Reconciles: n,
+		QueuedMs: (after.QueuedMs - before.QueuedMs) / n, ReconcileMs: (after.ReconcileMs - before.ReconcileMs) / n,
+		WaitMs: (after.WaitMs - before.WaitMs) / max(gets, 1), Gets: gets})
 }
 
 // insideOf reads the totals that inside's means are made of (nil: none).

@@ -106,10 +106,12 @@ type Run struct {
 }
 
 // Inside is where an operator's time went during a round's idle recoveries,
-// from its controller-runtime metrics: means per reconcile.
+// or its burst of deletions under load (Loaded), from its controller-runtime
+// metrics: means per reconcile.
 type Inside struct {
 	Candidate   string  `json:"candidate"`
 	Round       int     `json:"round"`
+	Loaded      bool    `json:"loaded,omitempty"`
 	Reconciles  float64 `json:"reconciles"`
 	QueuedMs    float64 `json:"queued_ms"`     // from queued to taken by a worker
 	ReconcileMs float64 `json:"reconcile_ms"`  // Reconcile itself
