@@ -36,6 +36,10 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(applyErrors, driftCorrections, timeToListo)
+	// The API server's latency as the operator sees it, by verb, as
+	// Kubernetes' own controllers report it (controller-runtime leaves it
+	// off): what a slow or crowded control plane costs each reconcile.
+	metrics.RegisterRESTClientMetrics(metrics.MetricRequestLatency)
 }
 
 // countApplyError counts a refused write of a child of kind.

@@ -23,6 +23,25 @@ func timeToListoCount(t *testing.T) uint64 {
 	return m.GetHistogram().GetSampleCount()
 }
 
+// requestsTimed counts the requests to the API server that
+// rest_client_request_duration_seconds has timed, every verb together.
+func requestsTimed(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		if f.GetName() == "rest_client_request_duration_seconds" {
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
+
 func TestObserveListo(t *testing.T) {
 	now := time.Now()
 	deploying := func(since time.Duration) PromocionStatus {
@@ -92,6 +111,10 @@ func TestPromocionMetrics(t *testing.T) {
 		}
 		return nil
 	})
+
+	if n := requestsTimed(t); n == 0 {
+		t.Error("no request to the API server timed in rest_client_request_duration_seconds")
+	}
 
 	listos, observed := gauge("promociones", FaseListo), timeToListoCount(t)
 	setDeploymentStatus(t, c.dep, 3)

@@ -267,12 +267,16 @@ func (r *reportWriter) recovery() {
 		r.f("\n%d of the %d samples under load (%.0f%%) were back before the load had all converged (the load's watch shows every Promocion Listo); the rest came back after it, behind the whole backlog.\n\n", conv, after, 100*float64(conv)/float64(after))
 	}
 	r.f("Inside the operators during each round's idle deletions, and from its burst of deletions under load until every child was back (controller-runtime's own metrics, means per reconcile, every reconcile of the time counted: the recreations and the status updates that follow them, and under load the load's own):\n\n")
-	r.f("| candidate | when | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	r.f("| candidate | when | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) | waiting on the API server, per request (ms; ours only) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
 		for _, loaded := range []bool{false, true} {
 			for _, in := range r.res.Inside {
 				if in.Candidate == c && in.Loaded == loaded {
-					r.f("| %s | %s | %d | %.0f | %s | %s | %s (%.0f Gets) |\n", short[c], whenOf(loaded), in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets)
+					api := "–"
+					if in.Requests > 0 {
+						api = fmt.Sprintf("%s (%.0f requests)", num(in.APIMs), in.Requests)
+					}
+					r.f("| %s | %s | %d | %.0f | %s | %s | %s (%.0f Gets) | %s |\n", short[c], whenOf(loaded), in.Round, in.Reconciles, num(in.QueuedMs), num(in.ReconcileMs), num(in.WaitMs), in.Gets, api)
 				}
 			}
 		}

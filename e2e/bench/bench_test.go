@@ -952,10 +952,11 @@ func (b *bench) inside(o *framework.Operator, c *candidate, round int, loaded bo
 	}
 	after := b.insideOf(o)
 	n := after.Reconciles - before.Reconciles
-	gets := after.Gets - before.Gets
+	gets, requests := after.Gets-before.Gets, after.Requests-before.Requests
 	b.res.Inside = append(b.res.Inside, results.Inside{Candidate: c.key, Round: round, Loaded: loaded, Reconciles: n,
 		QueuedMs: (after.QueuedMs - before.QueuedMs) / n, ReconcileMs: (after.ReconcileMs - before.ReconcileMs) / n,
-		WaitMs: (after.WaitMs - before.WaitMs) / max(gets, 1), Gets: gets})
+		WaitMs: (after.WaitMs - before.WaitMs) / max(gets, 1), Gets: gets,
+		APIMs: (after.APIMs - before.APIMs) / max(requests, 1), Requests: requests})
 }
 
 // insideOf reads the totals that inside's means are made of (nil: none).
@@ -974,6 +975,8 @@ func (b *bench) insideOf(o *framework.Operator) results.Inside {
 		ReconcileMs: 1000 * sum("controller_runtime_reconcile_time_seconds_sum", ours),
 		WaitMs:      1000 * sum("controller_runtime_client_consistency_wait_duration_seconds_sum", gets),
 		Gets:        sum("controller_runtime_client_consistency_wait_duration_seconds_count", gets),
+		APIMs:       1000 * sum("rest_client_request_duration_seconds_sum", nil),
+		Requests:    sum("rest_client_request_duration_seconds_count", nil),
 	}
 }
 

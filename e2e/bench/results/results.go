@@ -117,6 +117,8 @@ type Inside struct {
 	ReconcileMs float64 `json:"reconcile_ms"`  // Reconcile itself
 	WaitMs      float64 `json:"cache_wait_ms"` // of which waiting for the cache to hold the operator's own writes, per Get
 	Gets        float64 `json:"cache_gets"`
+	APIMs       float64 `json:"api_ms,omitempty"` // and waiting on the API server, per request (ours only: rest_client_request_duration_seconds)
+	Requests    float64 `json:"api_requests,omitempty"`
 }
 
 type FailoverRun struct {
