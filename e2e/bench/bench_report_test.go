@@ -350,15 +350,23 @@ func (r *reportWriter) headline() {
 }
 
 func (r *reportWriter) contention() {
-	r.f("### Under contention: a flooding client, and a user's kubectl apply\n\n")
-	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, a team's user (a ServiceAccount with `edit`) applies %d ConfigMaps with `kubectl apply`. The same flood and apply with no candidate running took the user **%s s**.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"))
-	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the user's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- |\n")
+	r.f("### Under contention: a flooding client, and a team's users' kubectl apply\n\n")
+	person := ""
+	if r.note("alone-apply-person") != "" {
+		person = fmt.Sprintf(", and the person **%s s**", r.note("alone-apply-person"))
+	}
+	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
+	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	variants := append([]string{""}, r.sc.limits...)
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
 		for _, v := range variants {
 			for _, x := range r.runs("contention", c, v) {
 				limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
-				r.f("| %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), num(float64(x.Children+x.Status)/float64(x.N)))
+				person := "–"
+				if x.SideApplyPerson > 0 {
+					person = num(x.SideApplyPerson)
+				}
+				r.f("| %s | %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), person, num(float64(x.Children+x.Status)/float64(x.N)))
 			}
 		}
 	}

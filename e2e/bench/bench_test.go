@@ -208,7 +208,8 @@ type bench struct {
 	candidates map[string]*candidate
 	template   *template // what the operator made for one Promocion, copied by the plain client
 	flooder    client.Client
-	usuario    string // the kubeconfig of a team's user
+	usuario    string // the kubeconfig of a team's user: a ServiceAccount
+	persona    string // and of a person of that team (ana, in group equipo-tienda)
 	perfil     string // the token of bench-perfil, which may read ours' metrics and profiles
 	outDir     string // where the report's data, plots and profiles go
 	memLimit   int64  // deploy.yaml's memory limit for the operator, in bytes
@@ -324,6 +325,7 @@ func (b *bench) identities() {
 	b.candidates[results.Plain].c = b.ClientFor(b.candidates[results.Plain].kubeconfig)
 	b.flooder = b.ClientFor(b.ServiceAccountKubeconfig("bench-flood"))
 	b.usuario = b.ServiceAccountKubeconfig("bench-usuario")
+	b.persona = b.PersonKubeconfig("ana", "equipo-tienda")
 }
 
 // startCandidate starts an operator candidate as its ServiceAccount, watching
@@ -985,13 +987,13 @@ func (b *bench) insideOf(o *framework.Operator) results.Inside {
 // converge is one run: n Promociones with replicas created at once in a fresh
 // namespace, handled by candidate c, followed until every one is Listo. during,
 // if set, runs beside it and returns what it measured.
-func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64)) results.Run {
+func (b *bench) converge(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func(*results.Run)) results.Run {
 	return b.convergeThen(section, c, n, replicas, repeat, variant, args, during, "off")
 }
 
 // convergeThen is converge, with etcdFsync ("on" or "off") for the cluster
 // that the next run starts from.
-func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func() (sideApply, flood float64), etcdFsync string) results.Run {
+func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat int, variant string, args []string, during func(*results.Run), etcdFsync string) results.Run {
 	b.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -1013,7 +1015,7 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	cpuFrom := b.processCPU(o)
 	var side sync.WaitGroup
 	if during != nil {
-		side.Go(func() { r.SideApply, r.Flood = during() })
+		side.Go(func() { during(&r) })
 	}
 	start := time.Now()
 	if o != nil {
@@ -1098,13 +1100,14 @@ func (b *bench) contention() {
 	b.rnd.Shuffle(len(tries), func(i, j int) { tries[i], tries[j] = tries[j], tries[i] })
 	for i, tr := range tries {
 		b.floodData()
-		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, 0, tr.variant, strings.Fields(tr.variant), func() (float64, float64) {
-			return b.sideApply(fmt.Sprintf("bench-usuario-%d", i)), 0
+		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, 0, tr.variant, strings.Fields(tr.variant), func(r *results.Run) {
+			r.SideApply, r.SideApplyPerson = b.sideApply(fmt.Sprintf("bench-usuario-%d", i))
 		})
 	}
-	// The same flood and apply, with no candidate: what the user's apply takes alone.
+	// The same flood and applies, with no candidate: what the users' applies take alone.
 	b.floodData()
-	b.res.Notes = append(b.res.Notes, fmt.Sprintf("alone-apply=%.2f", b.sideApply("bench-usuario-solo")))
+	sa, person := b.sideApply("bench-usuario-solo")
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("alone-apply=%.2f", sa), fmt.Sprintf("alone-apply-person=%.2f", person))
 	b.resetCluster("off")
 }
 
@@ -1119,10 +1122,11 @@ func (b *bench) floodData() {
 }
 
 // sideApply floods the API server with lists as the flooding client and, a
-// second in, times a team's user applying ConfigMaps with kubectl; it
-// returns the apply's seconds (the flood's rate goes to the log and notes).
-func (b *bench) sideApply(ns string) float64 {
-	b.Namespace(ns)
+// second in, times two users of a team applying ConfigMaps with kubectl at the
+// same time, each into a namespace of its own: a ServiceAccount (in API
+// Priority and Fairness's workload-low, with the operators) and a person (in
+// global-default). It returns their seconds (the flood's rate goes to the log).
+func (b *bench) sideApply(ns string) (sa, person float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var lists atomic.Int64
 	var wg sync.WaitGroup
@@ -1136,7 +1140,24 @@ func (b *bench) sideApply(ns string) float64 {
 			}
 		})
 	}
+	saApply, personApply := b.kubectlApply(b.usuario, ns), b.kubectlApply(b.persona, ns+"-persona")
 	time.Sleep(time.Second)
+	var applies sync.WaitGroup
+	applies.Go(func() { sa = saApply() })
+	applies.Go(func() { person = personApply() })
+	applies.Wait()
+	cancel()
+	wg.Wait()
+	b.Logf("%s: the users' apply of %d ConfigMaps took %.1f s (ServiceAccount) and %.1f s (person); the flood got %.0f lists/s",
+		ns, b.sc.sideApply, sa, person, float64(lists.Load())/(max(sa, person)+1))
+	return sa, person
+}
+
+// kubectlApply makes namespace ns and a file of sc.sideApply ConfigMaps in
+// it, and returns what times `kubectl apply` of that file as the user of
+// kubeconfig (safe to call on another goroutine).
+func (b *bench) kubectlApply(kubeconfig, ns string) (seconds func() float64) {
+	b.Namespace(ns)
 	var objs strings.Builder
 	for i := range b.sc.sideApply {
 		fmt.Fprintf(&objs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: usuario-%d, namespace: %s}\ndata: {k: v}\n", i, ns)
@@ -1145,17 +1166,15 @@ func (b *bench) sideApply(ns string) float64 {
 	if err := os.WriteFile(file, []byte(objs.String()), 0o644); err != nil {
 		b.T.Fatal(err)
 	}
-	start := time.Now()
-	cmd := exec.Command(b.KubectlBin, "apply", "-f", file)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+b.usuario)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.T.Fatalf("kubectl apply as a user: %v\n%s", err, out)
+	return func() float64 {
+		start := time.Now()
+		cmd := exec.Command(b.KubectlBin, "apply", "-f", file)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.T.Errorf("kubectl apply as %s: %v\n%s", filepath.Base(kubeconfig), err, out)
+		}
+		return time.Since(start).Seconds()
 	}
-	took := time.Since(start)
-	cancel()
-	wg.Wait()
-	b.Logf("%s: the user's apply of %d ConfigMaps took %s; the flood got %.0f lists/s", ns, b.sc.sideApply, took, float64(lists.Load())/(took.Seconds()+1))
-	return took.Seconds()
 }
 
 // ----- 4. scale -----

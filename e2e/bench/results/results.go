@@ -96,8 +96,8 @@ type Run struct {
 	Children, ChildUpdates, Status, Events, Leases, Other, Conflicts int
 	APIRequests                                                      float64 `json:"api_requests"` // the API server's, all clients
 	CPUSeconds, PeakMiB, SettledMiB                                  float64
-	SideApply                                                        float64 `json:"side_apply_s,omitempty"` // a user's kubectl apply, in a contended run
-	Flood                                                            float64 `json:"flood_per_s,omitempty"`  // the flooding client's lists answered per second
+	SideApply                                                        float64 `json:"side_apply_s,omitempty"`        // a user's kubectl apply, in a contended run: a ServiceAccount
+	SideApplyPerson                                                  float64 `json:"side_apply_person_s,omitempty"` // and a person, at the same time
 	Calibration                                                      float64 `json:"calibration_ms"`
 	Load1                                                            float64 `json:"load1"`
 	// CPU-seconds from the start to the last Listo, by process: the cluster's
@@ -130,7 +130,7 @@ type FailoverRun struct {
 // Drop removes what was measured for section, and its name from the parts.
 func (r *Results) Drop(section string) {
 	r.Runs = slices.DeleteFunc(r.Runs, func(x Run) bool { return x.Section == section || strings.HasPrefix(x.Section, section+"-") })
-	if note, ok := map[string]string{"contention": "alone-apply=", "steady": "steady=", "fsync": "fsync-etcd="}[section]; ok {
+	if note, ok := map[string]string{"contention": "alone-apply", "steady": "steady=", "fsync": "fsync-etcd="}[section]; ok {
 		r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, note) })
 	}
 	switch section {
