@@ -371,6 +371,27 @@ func (r *reportWriter) contention() {
 		}
 	}
 	r.f("\n")
+	levels := []string{"workload-low", "global-default", "workload-high"}
+	var rows []string
+	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
+		for _, v := range variants {
+			for _, x := range r.runs("contention", c, v) {
+				if x.APF == nil {
+					continue
+				}
+				row := fmt.Sprintf("| %s | %s |", short[c], map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""])
+				for _, l := range levels {
+					w := x.APF[l]
+					row += fmt.Sprintf(" %s (%.0f) |", num(w.Ms/max(w.Requests, 1)), w.Requests)
+				}
+				rows = append(rows, row)
+			}
+		}
+	}
+	if len(rows) > 0 {
+		r.f("Waiting in API Priority and Fairness's queues while the users applied (the API server's `apiserver_flowcontrol_request_wait_duration_seconds`): the mean wait per request in ms, and the requests each priority level let through. `workload-low` holds the candidates and the ServiceAccount user, `global-default` the person, `workload-high` the controller-manager.\n\n")
+		r.f("| candidate | flags | %s |\n| --- | --- |%s\n%s\n\n", strings.Join(levels, " | "), strings.Repeat(" --- |", len(levels)), strings.Join(rows, "\n"))
+	}
 }
 
 func (r *reportWriter) scale() {

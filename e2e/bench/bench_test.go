@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -1101,7 +1102,9 @@ func (b *bench) contention() {
 	for i, tr := range tries {
 		b.floodData()
 		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, 0, tr.variant, strings.Fields(tr.variant), func(r *results.Run) {
+			before := b.apfWaits()
 			r.SideApply, r.SideApplyPerson = b.sideApply(fmt.Sprintf("bench-usuario-%d", i))
+			r.APF = results.APFSince(b.apfWaits(), before)
 		})
 	}
 	// The same flood and applies, with no candidate: what the users' applies take alone.
@@ -1366,18 +1369,54 @@ func cpuOf(t *testing.T, pid int) float64 {
 
 // apiRequests is the API server's count of requests served so far.
 func (b *bench) apiRequests() float64 {
+	sum := 0.0
+	b.apiserverMetrics(func(name, _ string, v float64) {
+		if name == "apiserver_request_total" {
+			sum += v
+		}
+	})
+	return sum
+}
+
+// apfWaits reads, per API Priority and Fairness priority level, the total
+// time requests waited in its queues and how many requests it let through.
+func (b *bench) apfWaits() map[string]results.APFWait {
+	out := map[string]results.APFWait{}
+	level := regexp.MustCompile(`priority_level="([^"]+)"`)
+	b.apiserverMetrics(func(name, labels string, v float64) {
+		m := level.FindStringSubmatch(labels)
+		if m == nil {
+			return
+		}
+		w := out[m[1]]
+		switch name {
+		case "apiserver_flowcontrol_request_wait_duration_seconds_sum":
+			w.Ms += 1000 * v
+		case "apiserver_flowcontrol_request_wait_duration_seconds_count":
+			w.Requests += v
+		default:
+			return
+		}
+		out[m[1]] = w
+	})
+	return out
+}
+
+// apiserverMetrics calls f with each sample of the API server's /metrics.
+func (b *bench) apiserverMetrics(f func(name, labels string, v float64)) {
 	raw, err := b.TryKubectl("get", "--raw", "/metrics")
 	if err != nil {
 		b.T.Fatal(err)
 	}
-	sum := 0.0
 	for line := range strings.SplitSeq(raw, "\n") {
-		if strings.HasPrefix(line, "apiserver_request_total{") {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			sum += v
+		if line == "" || line[0] == '#' {
+			continue
 		}
+		sp := strings.LastIndexByte(line, ' ')
+		v, _ := strconv.ParseFloat(line[sp+1:], 64)
+		name, labels, _ := strings.Cut(line[:sp], "{")
+		f(name, labels, v)
 	}
-	return sum
 }
 
 func percentile(sorted []float64, p float64) float64 {

@@ -96,10 +96,11 @@ type Run struct {
 	Children, ChildUpdates, Status, Events, Leases, Other, Conflicts int
 	APIRequests                                                      float64 `json:"api_requests"` // the API server's, all clients
 	CPUSeconds, PeakMiB, SettledMiB                                  float64
-	SideApply                                                        float64 `json:"side_apply_s,omitempty"`        // a user's kubectl apply, in a contended run: a ServiceAccount
-	SideApplyPerson                                                  float64 `json:"side_apply_person_s,omitempty"` // and a person, at the same time
-	Calibration                                                      float64 `json:"calibration_ms"`
-	Load1                                                            float64 `json:"load1"`
+	SideApply                                                        float64            `json:"side_apply_s,omitempty"`        // a user's kubectl apply, in a contended run: a ServiceAccount
+	SideApplyPerson                                                  float64            `json:"side_apply_person_s,omitempty"` // and a person, at the same time
+	APF                                                              map[string]APFWait `json:"apf,omitempty"`                 // by priority level, during the users' applies
+	Calibration                                                      float64            `json:"calibration_ms"`
+	Load1                                                            float64            `json:"load1"`
 	// CPU-seconds from the start to the last Listo, by process: the cluster's
 	// components, the operator, and the harness (its watches and creates).
 	CPUToListo map[string]float64 `json:"cpu_to_listo_s,omitempty"`
@@ -119,6 +120,26 @@ type Inside struct {
 	Gets        float64 `json:"cache_gets"`
 	APIMs       float64 `json:"api_ms,omitempty"` // and waiting on the API server, per request (ours only: rest_client_request_duration_seconds)
 	Requests    float64 `json:"api_requests,omitempty"`
+}
+
+// APFWait is the API server's queueing of one priority level of API
+// Priority and Fairness: the time its requests waited in its queues, in
+// total, and how many it let through.
+type APFWait struct {
+	Ms       float64 `json:"wait_ms"`
+	Requests float64 `json:"requests"`
+}
+
+// APFSince is what each priority level waited and let through between two
+// readings of the totals.
+func APFSince(after, before map[string]APFWait) map[string]APFWait {
+	out := map[string]APFWait{}
+	for level, a := range after {
+		if n := a.Requests - before[level].Requests; n > 0 {
+			out[level] = APFWait{Ms: a.Ms - before[level].Ms, Requests: n}
+		}
+	}
+	return out
 }
 
 type FailoverRun struct {
