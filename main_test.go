@@ -69,7 +69,9 @@ func TestMemoryLimit(t *testing.T) {
 		err  string
 	}{
 		{map[string]string{}, 0, ""},
-		{map[string]string{"CONTAINER_MEMORY_LIMIT": "268435456"}, 241591911, ""}, // 256Mi
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "268435456"}, 208037479, ""},  // 256Mi: 230.4Mi less 32Mi for the binary
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "67108864"}, 33554432, ""},    // 64Mi: half, the least
+		{map[string]string{"CONTAINER_MEMORY_LIMIT": "1073741824"}, 932813210, ""}, // 1Gi: 921.6Mi less 32Mi
 		{map[string]string{"CONTAINER_MEMORY_LIMIT": "268435456", "GOMEMLIMIT": "100MiB"}, 0, ""},
 		{map[string]string{"CONTAINER_MEMORY_LIMIT": "256Mi"}, 0, `CONTAINER_MEMORY_LIMIT="256Mi": want the container's memory limit in bytes`},
 		{map[string]string{"CONTAINER_MEMORY_LIMIT": "0"}, 0, "want the container's memory limit in bytes"},
