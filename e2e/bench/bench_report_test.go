@@ -251,6 +251,10 @@ func (r *reportWriter) recovery() {
 					all(results.Ours), all(results.Leccion), all(results.Careful), all(results.Plain), pooled[results.Ours][i]/bestPooled, pooled[results.Ours][i]/pooled[results.Plain][i])
 				r.addGoal(fmt.Sprintf("Recovery %s of a %s, %s, no worse than the better lesson baseline", p, kind, when), o.med <= l.med || o.overlaps(l),
 					fmt.Sprintf("%s against %s ms (%s)", o, l, which))
+				if loaded && p == "p50" && pl.med > 0 {
+					r.addGoal(fmt.Sprintf("Recovery p50 of a %s, under load, within 5× of the plain client's", kind), o.med <= 5*pl.med,
+						fmt.Sprintf("%.2f× (%s against %s ms)", o.med/pl.med, o, pl))
+				}
 			}
 		}
 	}
@@ -388,10 +392,30 @@ func (r *reportWriter) contention() {
 			}
 		}
 	}
+	if ours, l, which := r.personApply(); ours > 0 && l > 0 {
+		r.addGoal("Beside ours, a person's kubectl apply no slower than beside the better lesson baseline", ours <= l,
+			fmt.Sprintf("%s s against %s s (%s)", num(ours), num(l), which))
+	}
 	if len(rows) > 0 {
 		r.f("Waiting in API Priority and Fairness's queues while the users applied (the API server's `apiserver_flowcontrol_request_wait_duration_seconds`): the mean wait per request in ms, and the requests each priority level let through. `workload-low` holds the candidates and the ServiceAccount user, `global-default` the person, `workload-high` the controller-manager.\n\n")
 		r.f("| candidate | flags | %s |\n| --- | --- |%s\n%s\n\n", strings.Join(levels, " | "), strings.Repeat(" --- |", len(levels)), strings.Join(rows, "\n"))
 	}
+}
+
+// personApply is the person's kubectl apply beside ours (defaults) and beside
+// the lesson baseline beside which it was quicker, under contention.
+func (r *reportWriter) personApply() (ours, lesson float64, which string) {
+	for _, x := range r.runs("contention", results.Ours, "") {
+		ours = x.SideApplyPerson
+	}
+	for _, c := range results.Lessons {
+		for _, x := range r.runs("contention", c, "") {
+			if x.SideApplyPerson > 0 && (lesson == 0 || x.SideApplyPerson < lesson) {
+				lesson, which = x.SideApplyPerson, short[c]
+			}
+		}
+	}
+	return ours, lesson, which
 }
 
 func (r *reportWriter) scale() {
