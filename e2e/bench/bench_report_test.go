@@ -361,29 +361,21 @@ func (r *reportWriter) contention() {
 	}
 	r.f("One run per candidate of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
 	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- |\n")
-	variants := append([]string{""}, r.sc.limits...)
+	levels := []string{"workload-low", "global-default", "workload-high"}
+	var rows []string // of the APF table below
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
-		for _, v := range variants {
+		for _, v := range append([]string{""}, r.sc.limits...) {
+			limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
 			for _, x := range r.runs("contention", c, v) {
-				limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
 				person := "–"
 				if x.SideApplyPerson > 0 {
 					person = num(x.SideApplyPerson)
 				}
 				r.f("| %s | %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), person, num(float64(x.Children+x.Status)/float64(x.N)))
-			}
-		}
-	}
-	r.f("\n")
-	levels := []string{"workload-low", "global-default", "workload-high"}
-	var rows []string
-	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
-		for _, v := range variants {
-			for _, x := range r.runs("contention", c, v) {
 				if x.APF == nil {
 					continue
 				}
-				row := fmt.Sprintf("| %s | %s |", short[c], map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""])
+				row := fmt.Sprintf("| %s | %s |", short[c], limit)
 				for _, l := range levels {
 					w := x.APF[l]
 					row += fmt.Sprintf(" %s (%.0f) |", num(w.Ms/max(w.Requests, 1)), w.Requests)
@@ -392,6 +384,7 @@ func (r *reportWriter) contention() {
 			}
 		}
 	}
+	r.f("\n")
 	if ours, l, which := r.personApply(); ours > 0 && l > 0 {
 		r.addGoal("Beside ours, a person's kubectl apply no slower than beside the better lesson baseline", ours <= l,
 			fmt.Sprintf("%s s against %s s (%s)", num(ours), num(l), which))

@@ -685,16 +685,23 @@ func (l *Lesson) WaitListo(ns string, n int) {
 func (l *Lesson) ServiceAccountKubeconfig(sa string) string {
 	l.T.Helper()
 	token := l.Kubectl("create", "token", sa, "-n", "default", "--duration=3h")
+	return l.writeKubeconfig(sa, fmt.Sprintf("{token: %q}", token))
+}
+
+// writeKubeconfig writes name.kubeconfig for the cluster that kubectl talks
+// to, with user (the kubeconfig's user block, inline) as its one user.
+func (l *Lesson) writeKubeconfig(name, user string) string {
+	l.T.Helper()
 	server := l.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
 	ca := l.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	path := filepath.Join(l.Tmp, sa+".kubeconfig")
+	path := filepath.Join(l.Tmp, name+".kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: %q, certificate-authority-data: %q}}]
-users: [{name: operador-promociones, user: {token: %q}}]
-contexts: [{name: local, context: {cluster: local, user: operador-promociones, namespace: default}}]
+users: [{name: %s, user: %s}]
+contexts: [{name: local, context: {cluster: local, user: %s, namespace: default}}]
 current-context: local
-`, server, ca, token)
+`, server, ca, name, user, name)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		l.T.Fatal(err)
 	}

@@ -62,17 +62,5 @@ func (l *Lesson) PersonKubeconfig(name, group string) string {
 	b64 := func(typ string, der []byte) string {
 		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
 	}
-	server := l.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}")
-	path := filepath.Join(l.Tmp, name+".kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: %q, certificate-authority-data: %q}}]
-users: [{name: %s, user: {client-certificate-data: %q, client-key-data: %q}}]
-contexts: [{name: local, context: {cluster: local, user: %s, namespace: default}}]
-current-context: local
-`, server, base64.StdEncoding.EncodeToString(caPEM), name, b64("CERTIFICATE", der), b64("EC PRIVATE KEY", keyDER), name)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		l.T.Fatal(err)
-	}
-	return path
+	return l.writeKubeconfig(name, fmt.Sprintf("{client-certificate-data: %q, client-key-data: %q}", b64("CERTIFICATE", der), b64("EC PRIVATE KEY", keyDER)))
 }
