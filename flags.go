@@ -37,6 +37,7 @@ type flags struct {
 	retryPeriod             time.Duration
 	namespaces              stringList
 	maxConcurrentReconciles int
+	maxConcurrentRepairs    int
 	qps                     float64
 	burst                   int
 	warmup                  bool
@@ -55,7 +56,8 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.leaseDuration, "leader-elect-lease-duration", 30*time.Second, "How long a standby waits, after the leader's last renewal, before taking the Lease over.")
 	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
 	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
-	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once; BENCHMARKS.md measured 1, 4, 16 and 32.")
+	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once, repairs aside; BENCHMARKS.md measured 1, 4, 16 and 32.")
+	fs.IntVar(&c.maxConcurrentRepairs, "max-concurrent-repairs", 32, "Workers kept for Promociones whose child was deleted, beside --max-concurrent-reconciles: idle until a repair is queued (BENCHMARKS.md measured the repairs under load).")
 	fs.Float64Var(&c.qps, "kube-api-qps", -1, "Requests per second to the API server, client-side; -1: no client-side limit, API Priority and Fairness arbitrates (BENCHMARKS.md measured the choice).")
 	fs.IntVar(&c.burst, "kube-api-burst", 0, "Requests above --kube-api-qps allowed in a burst (with a --kube-api-qps above 0).")
 	fs.BoolVar(&c.warmup, "leader-elect-warmup", false, "A standby fills its cache before it leads, so that a failover starts reconciling sooner (BENCHMARKS.md measured it). Off by default: a replica that cannot fill its cache (no RBAC yet) then exits after 2 minutes instead of waiting for the Lease.")
@@ -95,6 +97,9 @@ func (c *flags) validate() error {
 		return errors.New("--pprof is served behind --metrics-secure's authorization, which is off")
 	case c.pprof && c.metricsAddr == "0":
 		return errors.New("--pprof is served on the metrics endpoint, which --metrics-bind-address=0 turns off")
+	}
+	if c.maxConcurrentReconciles < 1 || c.maxConcurrentRepairs < 0 {
+		return errors.New("--max-concurrent-reconciles must be 1 or more, and --max-concurrent-repairs 0 or more")
 	}
 	if c.qps != -1 && (c.qps <= 0 || c.burst < 1) {
 		return errors.New("--kube-api-qps must be -1 (no client-side limit) or above 0 with a --kube-api-burst of 1 or more")

@@ -47,7 +47,7 @@ func newScheme() *runtime.Scheme {
 }
 
 // run starts the operator and blocks until ctx is cancelled or the manager fails.
-func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage string) error {
+func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage string, repairWorkers int) error {
 	// The user agent names the field manager in the children's managedFields
 	// and the user agent in the audit log: the operator's name, whatever the
 	// binary is called (go run, a test binary).
@@ -94,6 +94,8 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 		Scheme:    mgr.GetScheme(),
 		Recorder:  recorder,
 		WebImage:  webImage,
+
+		RepairWorkers: repairWorkers,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
@@ -195,7 +197,7 @@ func main() {
 		logger.Info("Go memory limit set from the container's", "GOMEMLIMIT", memLimit)
 	}
 
-	if err := run(ctrl.SetupSignalHandler(), c.restConfig(ctrl.GetConfigOrDie()), c.managerOptions(), c.webImage); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), c.restConfig(ctrl.GetConfigOrDie()), c.managerOptions(), c.webImage, c.maxConcurrentRepairs); err != nil {
 		logger.Error(err, "Operator stopped")
 		os.Exit(1)
 	}

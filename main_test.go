@@ -40,6 +40,9 @@ func TestFlagsAreChecked(t *testing.T) {
 		{[]string{"--kube-api-qps=0"}, "--kube-api-qps must be -1 (no client-side limit) or above 0"},
 		{[]string{"--kube-api-qps=20"}, "with a --kube-api-burst of 1 or more"},
 		{[]string{"--pprof"}, ""},
+		{[]string{"--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles must be 1 or more"},
+		{[]string{"--max-concurrent-repairs=-1"}, "--max-concurrent-repairs 0 or more"},
+		{[]string{"--max-concurrent-repairs=0"}, ""},
 		{[]string{"--pprof", "--metrics-secure=false"}, "--pprof is served behind --metrics-secure's authorization, which is off"},
 		{[]string{"--pprof", "--metrics-bind-address=0"}, "--pprof is served on the metrics endpoint, which --metrics-bind-address=0 turns off"},
 	} {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -34,6 +35,9 @@ type PromocionReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	WebImage  string
+	// RepairWorkers reconcile only repairs, beside the manager's
+	// MaxConcurrentReconciles workers for routine work (repairLane, queue.go).
+	RepairWorkers int
 }
 
 // Reconcile is called with the name of a Promocion that needs attention, and
@@ -93,10 +97,19 @@ const reconcileTimeout = 10 * time.Second
 // SetupWithManager watches Promociones, and the children they own: a change to
 // any child queues its Promocion. Each child's watch is the lesson's Owns (the
 // same handler, EnqueueRequestForOwner of the controller owner), wrapped so
-// that a deleted child's Promocion goes ahead of the queue.
+// that a deleted child's Promocion goes ahead of the queue, to workers kept
+// for repairs.
 func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner()), mgr.GetCache()}
-	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{})
+	routine := max(mgr.GetControllerOptions().MaxConcurrentReconciles, 1)
+	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}).WithOptions(controller.Options{
+		MaxConcurrentReconciles: routine + r.RepairWorkers,
+		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+				o.RateLimiter, o.Log = rl, mgr.GetLogger().WithValues("controller", name)
+			}), routine)
+		},
+	})
 	for _, k := range childKinds {
 		b = b.Watches(k.New(), owns)
 	}

@@ -26,7 +26,7 @@ func TestLeccion(t *testing.T) {
 	l.removeOperatorAtCleanup()
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found") })
 
-	tr.step("1", "go run .", "The operator on this machine, with the admin's kubeconfig, and the lesson's Promocion. Of its start-up log, the lines the lesson shows; the last says `\"worker count\": 16` where the lesson's says 1, because this operator reconciles 16 Promociones at once (`--max-concurrent-reconciles`):")
+	tr.step("1", "go run .", "The operator on this machine, with the admin's kubeconfig, and the lesson's Promocion. Of its start-up log, the lines the lesson shows; the last says `\"worker count\": 48` where the lesson's says 1, because this operator reconciles 16 Promociones at once and keeps 32 more workers for repairs (`--max-concurrent-reconciles`, `--max-concurrent-repairs`):")
 	l.Kubectl("apply", "-f", manifest("ejemplos/rebajas-verano.yaml"))
 	tr.command("kubectl apply -f manifiestos/ejemplos/rebajas-verano.yaml", "promocion.tienda.example.com/rebajas-verano created")
 	o := l.Start(framework.Launch{Who: "go-run"})
@@ -191,7 +191,7 @@ e2e test TestLeccion writes it (` + "`make leccion`" + `), and ` + "`make test`"
 longer prints the same, but for names, ages, times and addresses, which differ on
 every run. Where the lesson shows a long log, the lines it talks about are shown.
 Where this cluster prints something else than the lesson's, the README's map from the
-lesson to the code says why (16 workers, the Lease refused first, the Step 9 line).
+lesson to the code says why (48 workers, the Lease refused first, the Step 9 line).
 `
 
 // check compares the transcript with the committed one, masked; with

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Routine work goes to at most the routine workers at once, however many wait;
+// a repair goes at once to a worker beyond them, unless its Promocion is being
+// reconciled, and then as soon as that is Done. controller-runtime's own
+// priority queue underneath, as in the operator.
+func TestRepairLane(t *testing.T) {
+	q := newRepairLane(priorityqueue.New[reconcile.Request]("test"), 2)
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: name}}
+	}
+	for i := range 5 {
+		q.Add(req(fmt.Sprintf("nueva-%d", i)))
+	}
+	got := make(chan reconcile.Request, 10)
+	var workers sync.WaitGroup
+	for range 4 { // two routine workers and two for repairs, as --max-concurrent-repairs adds them
+		workers.Go(func() {
+			for {
+				item, _, shutdown := q.GetWithPriority()
+				if shutdown {
+					return
+				}
+				got <- item
+			}
+		})
+	}
+	take := func(want string) reconcile.Request {
+		t.Helper()
+		select {
+		case it := <-got:
+			return it
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nothing handed out, want %s", want)
+		}
+		return reconcile.Request{}
+	}
+	next := func(want string) reconcile.Request {
+		t.Helper()
+		it := take(want)
+		if it.Name != want {
+			t.Fatalf("handed out %s, want %s", it.Name, want)
+		}
+		return it
+	}
+	nothing := func(while string) {
+		t.Helper()
+		select {
+		case it := <-got:
+			t.Fatalf("%s handed out while %s", it.Name, while)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	first, second := take("nueva-0"), take("nueva-1")
+	if first.Name > second.Name {
+		first, second = second, first
+	}
+	if first.Name != "nueva-0" || second.Name != "nueva-1" {
+		t.Fatalf("handed out %s and %s, want nueva-0 and nueva-1", first.Name, second.Name)
+	}
+	nothing("two routine items were out")
+
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, req("reparada"))
+	q.Done(next("reparada"))
+	nothing("two routine items were out, and the repair done")
+
+	// A repair of a Promocion that is being reconciled waits for it; its Done
+	// frees a routine worker too, for the next routine item.
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, first)
+	nothing("the repair's Promocion was being reconciled")
+	q.Done(first)
+	a, b := take("nueva-0 and nueva-2"), take("nueva-0 and nueva-2")
+	if names := map[string]bool{a.Name: true, b.Name: true}; !names["nueva-0"] || !names["nueva-2"] {
+		t.Fatalf("handed out %s and %s, want nueva-0 (the repair) and nueva-2", a.Name, b.Name)
+	}
+	nothing("two routine items and a repair were out")
+	q.Done(first)
+	nothing("two routine items were out, and the repair done")
+	q.Done(second)
+	next("nueva-3")
+
+	q.ShutDown()
+	stopped := make(chan struct{})
+	go func() { workers.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("workers waiting for a lane did not stop with the queue")
+	}
+}
