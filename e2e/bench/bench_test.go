@@ -582,32 +582,27 @@ func (b *bench) firstChildren(ns string) []child {
 // Deployment is ready. It returns at once; the Promociones' watch tells when.
 func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int) {
 	pc := b.candidates[results.Plain].c
-	w, err := pc.(client.WithWatch).Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
-	if err != nil {
-		b.T.Fatal(err)
-	}
 	ready := make(chan string, n)
 	// Each Promocion's Listo goes after its Desplegando, which closes its channel.
 	desplegando := map[string]chan struct{}{}
 	for i := range n {
 		desplegando[fmt.Sprintf("promo-%d", i)] = make(chan struct{})
 	}
+	listed := make(chan struct{})
 	go func() {
-		defer w.Stop()
+		defer close(ready)
 		done := map[string]bool{}
-		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*appsv1.Deployment)
-			if !ok || done[d.Name] || d.Status.ObservedGeneration < d.Generation || d.Status.ReadyReplicas != int32(replicas) {
-				continue
+		_ = b.followWith(ctx, pc.(client.WithWatch), &appsv1.DeploymentList{}, ns, listed, func(o client.Object) bool {
+			d := o.(*appsv1.Deployment)
+			if done[d.Name] || d.Status.ObservedGeneration < d.Generation || d.Status.ReadyReplicas != int32(replicas) {
+				return false
 			}
 			done[d.Name] = true
 			ready <- d.Name
-			if len(done) == n {
-				close(ready)
-				return
-			}
-		}
+			return len(done) == n
+		})
 	}()
+	<-listed
 	go func() {
 		if err := framework.ParallelErr(n, g, func(i int) error {
 			p := framework.Promocion(ns, i, replicas)
@@ -718,9 +713,14 @@ func (t *tally) set(name string, v bool) {
 // watcher); then it lists and watches again, as an informer does, and says
 // so in the log. It closes listed once its first list is done.
 func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, listed chan struct{}, f func(client.Object) bool) error {
+	return b.followWith(ctx, b.C, list, ns, listed, f)
+}
+
+// followWith is follow, as the user of client c.
+func (b *bench) followWith(ctx context.Context, c client.WithWatch, list client.ObjectList, ns string, listed chan struct{}, f func(client.Object) bool) error {
 	for first := true; ctx.Err() == nil; first = false {
 		l := list.DeepCopyObject().(client.ObjectList)
-		err := b.C.List(ctx, l, client.InNamespace(ns))
+		err := c.List(ctx, l, client.InNamespace(ns))
 		if first && listed != nil {
 			close(listed)
 		}
@@ -738,7 +738,7 @@ func (b *bench) follow(ctx context.Context, list client.ObjectList, ns string, l
 				return nil
 			}
 		}
-		w, err := b.C.Watch(ctx, l, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
+		w, err := c.Watch(ctx, l, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
 		if err != nil {
 			b.Logf("watching %T in %s: %v", list, ns, err)
 			continue
