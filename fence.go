@@ -96,7 +96,7 @@ type fencedTransport struct {
 }
 
 func (t fencedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+	if !isWrite(r) {
 		return t.next.RoundTrip(r)
 	}
 	deadline, err := t.fence.deadline()
@@ -111,6 +111,11 @@ func (t fencedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body = cancelOnClose{resp.Body, cancel}
 	return resp, nil
+}
+
+// isWrite says whether r may change something: reads and watches are GETs.
+func isWrite(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }
 
 // cancelOnClose ends a request's context once its answer has been read.

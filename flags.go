@@ -37,7 +37,7 @@ type flags struct {
 	retryPeriod             time.Duration
 	namespaces              stringList
 	maxConcurrentReconciles int
-	maxConcurrentRepairs    int
+	workers                 workers
 	qps                     float64
 	burst                   int
 	warmup                  bool
@@ -57,13 +57,20 @@ func (c *flags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.renewDeadline, "leader-elect-renew-deadline", 20*time.Second, "How long the leader keeps trying to renew (through an API server stall, say) before it gives up and exits.")
 	fs.DurationVar(&c.retryPeriod, "leader-elect-retry-period", 4*time.Second, "How often leader and standbys try to renew or acquire the Lease.")
 	fs.IntVar(&c.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "How many Promociones are reconciled at once, repairs aside; BENCHMARKS.md measured 1, 4, 16 and 32.")
-	fs.IntVar(&c.maxConcurrentRepairs, "max-concurrent-repairs", 32, "Workers kept for Promociones whose child was deleted, beside --max-concurrent-reconciles: idle until a repair is queued (BENCHMARKS.md measured the repairs under load).")
+	fs.BoolVar(&c.workers.adaptive, "adaptive-concurrency", true, "Run fewer routine reconciles at once, down to one, while the API server answers the operator's writes more than twice as slowly as at its quietest, and up to --max-concurrent-reconciles while it keeps up (BENCHMARKS.md measured both).")
+	fs.IntVar(&c.workers.repairs, "max-concurrent-repairs", 32, "Workers kept for Promociones whose child was deleted, beside --max-concurrent-reconciles: idle until a repair is queued (BENCHMARKS.md measured the repairs under load).")
 	fs.Float64Var(&c.qps, "kube-api-qps", -1, "Requests per second to the API server, client-side; -1: no client-side limit, API Priority and Fairness arbitrates (BENCHMARKS.md measured the choice).")
 	fs.IntVar(&c.burst, "kube-api-burst", 0, "Requests above --kube-api-qps allowed in a burst (with a --kube-api-qps above 0).")
 	fs.BoolVar(&c.warmup, "leader-elect-warmup", false, "A standby fills its cache before it leads, so that a failover starts reconciling sooner (BENCHMARKS.md measured it). Off by default: a replica that cannot fill its cache (no RBAC yet) then exits after 2 minutes instead of waiting for the Lease.")
 	fs.Var(&c.namespaces, "namespace", "Watch only this namespace; repeat it for several. Without it, every namespace.")
 	fs.StringVar(&c.webImage, "web-image", DefaultWebImage, "Image of the web server in each Promocion's Deployment. It must serve "+htmlDir+" on port 8080 as a non-root user.")
 	fs.IntVar(&c.verbosity, "v", 0, "Log verbosity: 1 adds detail about each reconcile.")
+}
+
+// workers says how the controller's workers are shared out (queue.go).
+type workers struct {
+	repairs  int  // kept for repairs, beside the manager's MaxConcurrentReconciles for routine work
+	adaptive bool // routine work paced to the API server's answers
 }
 
 // gracefulShutdown is how long the manager waits, on SIGTERM, for reconciles in
@@ -98,7 +105,7 @@ func (c *flags) validate() error {
 	case c.pprof && c.metricsAddr == "0":
 		return errors.New("--pprof is served on the metrics endpoint, which --metrics-bind-address=0 turns off")
 	}
-	if c.maxConcurrentReconciles < 1 || c.maxConcurrentRepairs < 0 {
+	if c.maxConcurrentReconciles < 1 || c.workers.repairs < 0 {
 		return errors.New("--max-concurrent-reconciles must be 1 or more, and --max-concurrent-repairs 0 or more")
 	}
 	if c.qps != -1 && (c.qps <= 0 || c.burst < 1) {

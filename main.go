@@ -47,7 +47,7 @@ func newScheme() *runtime.Scheme {
 }
 
 // run starts the operator and blocks until ctx is cancelled or the manager fails.
-func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage string, repairWorkers int) error {
+func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage string, w workers) error {
 	// The user agent names the field manager in the children's managedFields
 	// and the user agent in the audit log: the operator's name, whatever the
 	// binary is called (go run, a test binary).
@@ -75,8 +75,13 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 		}
 		opts.LeaderElectionResourceLockInterface = lock
 	}
+	// Routine reconciles follow how fast the API server answers their writes.
+	var paced *pace
+	if w.adaptive {
+		paced = newPace(max(opts.Controller.MaxConcurrentReconciles, 1))
+	}
 	opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
-		cfg = fence.fence(cfg)
+		cfg = paced.timed(fence.fence(cfg))
 		var err error
 		if o.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
 			return nil, err
@@ -95,7 +100,8 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 		Recorder:  recorder,
 		WebImage:  webImage,
 
-		RepairWorkers: repairWorkers,
+		RepairWorkers: w.repairs,
+		Pace:          paced,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
@@ -197,7 +203,7 @@ func main() {
 		logger.Info("Go memory limit set from the container's", "GOMEMLIMIT", memLimit)
 	}
 
-	if err := run(ctrl.SetupSignalHandler(), c.restConfig(ctrl.GetConfigOrDie()), c.managerOptions(), c.webImage, c.maxConcurrentRepairs); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), c.restConfig(ctrl.GetConfigOrDie()), c.managerOptions(), c.webImage, c.workers); err != nil {
 		logger.Error(err, "Operator stopped")
 		os.Exit(1)
 	}

@@ -32,10 +32,14 @@ var (
 		Help:    "How long a Promocion was Desplegando before it was Listo: from when the operator started rolling out its spec to when every pod ran it and was ready.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1 s to about an hour
 	})
+	routineLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "promociones_routine_reconciles_limit",
+		Help: "How many routine reconciles may run at once (repairs aside): --max-concurrent-reconciles while the API server answers the operator's writes quickly, fewer while it is slow.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(applyErrors, driftCorrections, timeToListo)
+	metrics.Registry.MustRegister(applyErrors, driftCorrections, timeToListo, routineLimit)
 	// The API server's latency as the operator sees it, by verb, as
 	// Kubernetes' own controllers report it (controller-runtime leaves it
 	// off): what a slow or crowded control plane costs each reconcile.

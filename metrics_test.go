@@ -115,6 +115,11 @@ func TestPromocionMetrics(t *testing.T) {
 	if n := requestsTimed(t); n == 0 {
 		t.Error("no request to the API server timed in rest_client_request_duration_seconds")
 	}
+	// The operator's writes set the pace of routine work: at least one worker,
+	// at most --max-concurrent-reconciles.
+	if n := gauge("promociones_routine_reconciles_limit", "-"); n < 1 || n > float64(testFlags().maxConcurrentReconciles) {
+		t.Errorf("promociones_routine_reconciles_limit %v, want 1 to %d", n, testFlags().maxConcurrentReconciles)
+	}
 
 	listos, observed := gauge("promociones", FaseListo), timeToListoCount(t)
 	setDeploymentStatus(t, c.dep, 3)

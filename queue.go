@@ -1,7 +1,11 @@
 package main
 
 import (
+	"net/http"
 	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -149,4 +153,119 @@ func (l *repairLane) stop() {
 	defer l.mu.Unlock()
 	l.stopped = true
 	l.changed.Broadcast()
+}
+
+// setRoutine changes how many routine items may be out at once. Items out
+// beyond a lowered limit finish; no new one goes out until fewer are.
+func (l *repairLane) setRoutine(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n = max(n, 1); n != l.routine {
+		l.routine = n
+		l.changed.Broadcast()
+	}
+}
+
+// pace sets how many routine reconciles run at once from how fast the API
+// server answers the operator's writes: up to --max-concurrent-reconciles
+// while they take no more than twice as long as at its quietest in the last
+// five minutes, and half as many each time they take longer, down to one.
+//
+// A busy API server shares its CPU among the requests it holds, so every
+// request in flight slows everyone's: a person's kubectl and the other
+// controllers' as well as ours. Measured on a saturated two-core control plane
+// (BENCHMARKS.md, contention), 16 routine reconciles at once tripled a user's
+// kubectl apply and did not make the Promociones Listo sooner than one. Where
+// the API server keeps up, the writes stay quick and all the workers run.
+// Repairs are not paced: they have their lane.
+type pace struct {
+	max int
+	set func(int) // the repair lane's setRoutine
+
+	mu       sync.Mutex
+	limit    float64
+	avg      time.Duration            // of the last writes, weighted (about the last 16)
+	quietest [paceSpans]time.Duration // least avg in each of the last spans, newest first
+	spanFrom time.Time                // when quietest[0]'s span began
+	sinceCut int                      // writes since the limit was last cut
+}
+
+const (
+	paceSpans   = 10
+	paceSpan    = 30 * time.Second
+	paceWeight  = 16 // writes the average follows
+	paceSlowest = 2  // times the quietest average that a write may take before the limit is cut
+)
+
+func newPace(max int) *pace {
+	return &pace{max: max, limit: 1, set: func(int) {}}
+}
+
+// observe takes a write's latency, sent at (or answered at) now.
+func (p *pace) observe(took time.Duration, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.avg == 0 {
+		p.avg = took
+	} else {
+		p.avg += (took - p.avg) / paceWeight
+	}
+	if now.Sub(p.spanFrom) >= paceSpan {
+		copy(p.quietest[1:], p.quietest[:])
+		p.quietest[0], p.spanFrom = p.avg, now
+	}
+	p.quietest[0] = min(p.quietest[0], p.avg)
+	quietest := p.quietest[0]
+	for _, q := range p.quietest[1:] {
+		if q > 0 {
+			quietest = min(quietest, q)
+		}
+	}
+
+	p.sinceCut++
+	switch {
+	case p.avg <= paceSlowest*quietest:
+		p.limit = min(float64(p.max), p.limit+1/p.limit) // one more for every limit writes that kept up
+	case p.sinceCut > paceWeight: // the average has followed the last cut
+		p.limit, p.sinceCut = max(1, p.limit/2), 0
+	}
+	routineLimit.Set(float64(int(p.limit)))
+	p.set(int(p.limit))
+}
+
+// follow makes l run as many routine reconciles as p allows.
+func (p *pace) follow(l *repairLane) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set = l.setRoutine
+	p.set(int(p.limit))
+}
+
+// timed makes every write made with cfg tell p how long it took. A nil pace
+// changes nothing.
+func (p *pace) timed(cfg *rest.Config) *rest.Config {
+	if p == nil {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedWrites{p, rt} })
+	return cfg
+}
+
+type timedWrites struct {
+	pace *pace
+	next http.RoundTripper
+}
+
+func (t timedWrites) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !isWrite(r) {
+		return t.next.RoundTrip(r)
+	}
+	start := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	if err == nil { // answered: how long the API server took, whatever it said
+		now := time.Now()
+		t.pace.observe(now.Sub(start), now)
+	}
+	return resp, err
 }

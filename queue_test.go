@@ -100,3 +100,49 @@ func TestRepairLane(t *testing.T) {
 		t.Fatal("workers waiting for a lane did not stop with the queue")
 	}
 }
+
+// The routine limit climbs to the maximum while writes keep their pace, halves
+// down to one while they take several times as long, climbs back when they are
+// quick again, and after five minutes of slow writes takes slow for the norm.
+func TestPace(t *testing.T) {
+	p := newPace(16)
+	limit := 0
+	p.set = func(n int) {
+		if n < 1 || n > 16 {
+			t.Fatalf("limit %d, outside 1 to 16", n)
+		}
+		limit = n
+	}
+	now := time.Now()
+	writes := func(n int, took, every time.Duration) {
+		for range n {
+			now = now.Add(every)
+			p.observe(took, now)
+		}
+	}
+
+	writes(200, 10*time.Millisecond, 10*time.Millisecond)
+	if limit != 16 {
+		t.Fatalf("after 200 writes of 10 ms, limit %d, want 16", limit)
+	}
+	writes(40, 50*time.Millisecond, 50*time.Millisecond)
+	if limit == 16 || limit == 1 {
+		t.Fatalf("after 40 writes five times as slow, limit %d, want cut, and not yet to 1", limit)
+	}
+	writes(100, 50*time.Millisecond, 50*time.Millisecond)
+	if limit != 1 {
+		t.Fatalf("after 140 writes five times as slow, limit %d, want 1", limit)
+	}
+	writes(300, 10*time.Millisecond, 10*time.Millisecond)
+	if limit != 16 {
+		t.Fatalf("after 300 writes back at 10 ms, limit %d, want 16", limit)
+	}
+	writes(100, 50*time.Millisecond, time.Second)
+	if limit != 1 {
+		t.Fatalf("after 100 s of writes five times as slow, limit %d, want 1", limit)
+	}
+	writes(400, 50*time.Millisecond, time.Second)
+	if limit != 16 {
+		t.Fatalf("after 500 s of writes at 50 ms, the new norm, limit %d, want 16", limit)
+	}
+}

@@ -38,6 +38,8 @@ type PromocionReconciler struct {
 	// RepairWorkers reconcile only repairs, beside the manager's
 	// MaxConcurrentReconciles workers for routine work (repairLane, queue.go).
 	RepairWorkers int
+	// Pace, if set, sets how many routine reconciles run at once (queue.go).
+	Pace *pace
 }
 
 // Reconcile is called with the name of a Promocion that needs attention, and
@@ -105,9 +107,13 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}).WithOptions(controller.Options{
 		MaxConcurrentReconciles: routine + r.RepairWorkers,
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+			lane := newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 				o.RateLimiter, o.Log = rl, mgr.GetLogger().WithValues("controller", name)
 			}), routine)
+			if r.Pace != nil {
+				r.Pace.follow(lane)
+			}
+			return lane
 		},
 	})
 	for _, k := range childKinds {

@@ -148,7 +148,7 @@ func startOperator(t *testing.T, namespaces ...string) (stop func() error) {
 	opts := f.managerOptions()
 	opts.Logger = testr.NewWithOptions(t, testr.Options{LogTimestamp: true}) // shown when the test fails, or with -v
 	opts.Controller.SkipNameValidation = new(true)                           // one controller per test, all named "promocion"
-	go func() { done <- run(ctx, cfg, opts, DefaultWebImage, f.maxConcurrentRepairs) }()
+	go func() { done <- run(ctx, cfg, opts, DefaultWebImage, f.workers) }()
 	var stopped atomic.Bool
 	var result error
 	stop = func() error {
