@@ -188,7 +188,7 @@ var (
 	fullScale = scale{name: "full", n: 1000, repeats: 5, rounds: 3, samples: 200, load: 1000, scaleNs: []int{1000, 5000, 10000},
 		scaleOf:   map[string][]int{results.Leccion: {1000, 5000}, results.Careful: {1000, 5000}},
 		unrelated: 10000, flood: 4, sideApply: 300, idle: time.Minute, failovers: 5,
-		limits: []string{"--kube-api-qps=100 --kube-api-burst=200", "--max-concurrent-reconciles=4"}}
+		limits: []string{"--kube-api-qps=100 --kube-api-burst=200", "--max-concurrent-reconciles=4", "--adaptive-concurrency=false"}}
 )
 
 // candidate is one of the three, as the API server sees it.
