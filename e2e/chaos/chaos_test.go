@@ -770,7 +770,9 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	for _, who := range []string{"replica-a", "replica-b"} {
 		l.Identity(who)
 	}
-	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default",
+	// All 16 routine workers busy, not paced to the loaded API server: the
+	// frozen leader must hold writes in flight for the fence to stop.
+	args := []string{"--namespace=" + ns, "--leader-elect", "--leader-election-namespace=default", "--adaptive-concurrency=false",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 	acquired := `(?i)successfully acquired lease.*default/operador-promociones`
 	a := l.Start(framework.Launch{Who: "replica-a", Binary: binary, Kubeconfig: l.ServiceAccountKubeconfig("replica-a"), Args: args})

@@ -26,7 +26,7 @@ func TestLeccion(t *testing.T) {
 	l.removeOperatorAtCleanup()
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found") })
 
-	tr.step("1", "go run .", "The operator on this machine, with the admin's kubeconfig, and the lesson's Promocion. Of its start-up log, the lines the lesson shows; the last says `\"worker count\": 48` where the lesson's says 1, because this operator reconciles 16 Promociones at once and keeps 32 more workers for repairs (`--max-concurrent-reconciles`, `--max-concurrent-repairs`):")
+	tr.step("1", "go run .", "The operator on this machine, with the admin's kubeconfig, and the lesson's Promocion. Of its start-up log, the lines the lesson shows; the last says `\"worker count\": 48` where the lesson's says 1, because this operator reconciles up to 16 Promociones at once, fewer while the API server is slow, and keeps 32 more workers for repairs (`--max-concurrent-reconciles`, `--max-concurrent-repairs`):")
 	l.Kubectl("apply", "-f", manifest("ejemplos/rebajas-verano.yaml"))
 	tr.command("kubectl apply -f manifiestos/ejemplos/rebajas-verano.yaml", "promocion.tienda.example.com/rebajas-verano created")
 	o := l.Start(framework.Launch{Who: "go-run"})
