@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +171,9 @@ func (l *repairLane) setRoutine(n int) {
 // server answers the operator's writes: up to --max-concurrent-reconciles
 // while they take no more than twice as long as at its quietest in the last
 // five minutes, and half as many each time they take longer, down to one.
+// Each kind of write (verb and resource) is held to its own quietest: a
+// Service's create costs more than a status update, and a burst of creates
+// after a quiet spell of status updates is not a slower API server.
 //
 // A busy API server shares its CPU among the requests it holds, so every
 // request in flight slows everyone's: a person's kubectl and the other
@@ -184,53 +188,97 @@ type pace struct {
 
 	mu       sync.Mutex
 	limit    float64
-	avg      time.Duration            // of the last writes, weighted (about the last 16)
-	quietest [paceSpans]time.Duration // least avg in each of the last spans, newest first
-	spanFrom time.Time                // when quietest[0]'s span began
-	sinceCut int                      // writes since the limit was last cut
+	slowness float64 // of the last writes, weighted: each one's time over its kind's quietest
+	kinds    map[string]*writeKind
+	sinceCut int // writes since the limit was last cut
 }
 
 const (
 	paceSpans   = 10
 	paceSpan    = 30 * time.Second
-	paceWeight  = 16 // writes the average follows
-	paceSlowest = 2  // times the quietest average that a write may take before the limit is cut
+	paceWeight  = 16 // writes that the slowness follows
+	kindWeight  = 4  // writes of a kind that its average follows
+	paceSlowest = 2  // the slowness past which the limit is cut
 )
 
-func newPace(max int) *pace {
-	return &pace{max: max, limit: 1, set: func(int) {}}
+// writeKind is how fast the writes of one verb and resource came back.
+type writeKind struct {
+	avg      time.Duration            // of its last writes, weighted
+	quietest [paceSpans]time.Duration // least avg in each of the last spans, newest first
+	spanFrom time.Time                // when quietest[0]'s span began
 }
 
-// observe takes a write's latency, sent at (or answered at) now.
-func (p *pace) observe(took time.Duration, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.avg == 0 {
-		p.avg = took
+// observe takes a write's time, and returns the least that its kind's
+// average was in the last paceSpans spans.
+func (k *writeKind) observe(took time.Duration, now time.Time) time.Duration {
+	if k.avg == 0 {
+		k.avg = took
 	} else {
-		p.avg += (took - p.avg) / paceWeight
+		k.avg += (took - k.avg) / kindWeight
 	}
-	if now.Sub(p.spanFrom) >= paceSpan {
-		copy(p.quietest[1:], p.quietest[:])
-		p.quietest[0], p.spanFrom = p.avg, now
+	if now.Sub(k.spanFrom) >= paceSpan {
+		copy(k.quietest[1:], k.quietest[:])
+		k.quietest[0], k.spanFrom = k.avg, now
 	}
-	p.quietest[0] = min(p.quietest[0], p.avg)
-	quietest := p.quietest[0]
-	for _, q := range p.quietest[1:] {
+	k.quietest[0] = min(k.quietest[0], k.avg)
+	quietest := k.quietest[0]
+	for _, q := range k.quietest[1:] {
 		if q > 0 {
 			quietest = min(quietest, q)
 		}
 	}
+	return quietest
+}
+
+func newPace(max int) *pace {
+	return &pace{max: max, limit: 1, slowness: 1, kinds: map[string]*writeKind{}, set: func(int) {}}
+}
+
+// observe takes the time of a write of kind (its verb and resource, from
+// writeKindOf), answered at now.
+func (p *pace) observe(kind string, took time.Duration, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.kinds[kind]
+	if k == nil {
+		k = &writeKind{}
+		p.kinds[kind] = k
+	}
+	quietest := k.observe(took, now)
+	p.slowness += (float64(took)/float64(max(quietest, time.Microsecond)) - p.slowness) / paceWeight
 
 	p.sinceCut++
 	switch {
-	case p.avg <= paceSlowest*quietest:
+	case p.slowness <= paceSlowest:
 		p.limit = min(float64(p.max), p.limit+1/p.limit) // one more for every limit writes that kept up
-	case p.sinceCut > paceWeight: // the average has followed the last cut
+	case p.sinceCut > paceWeight: // the slowness has followed the last cut
 		p.limit, p.sinceCut = max(1, p.limit/2), 0
 	}
 	routineLimit.Set(float64(int(p.limit)))
 	p.set(int(p.limit))
+}
+
+// writeKindOf names a write by its verb and resource, and subresource if
+// any: "POST configmaps", "PUT promociones/status".
+func writeKindOf(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch { // past /api/v1 or /apis/group/version
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	kind := r.Method
+	if len(parts) > 0 {
+		kind += " " + parts[0]
+	}
+	if len(parts) > 2 {
+		kind += "/" + parts[2]
+	}
+	return kind
 }
 
 // follow makes l run as many routine reconciles as p allows.
@@ -265,7 +313,7 @@ func (t timedWrites) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
 	if err == nil { // answered: how long the API server took, whatever it said
 		now := time.Now()
-		t.pace.observe(now.Sub(start), now)
+		t.pace.observe(writeKindOf(r), now.Sub(start), now)
 	}
 	return resp, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,8 @@ func TestRepairLane(t *testing.T) {
 // The routine limit climbs to the maximum while writes keep their pace, halves
 // down to one while they take several times as long, climbs back when they are
 // quick again, and after five minutes of slow writes takes slow for the norm.
+// Each kind of write is held to its own pace: creates that cost more than the
+// status updates before them are no slowdown.
 func TestPace(t *testing.T) {
 	p := newPace(16)
 	limit := 0
@@ -114,35 +117,60 @@ func TestPace(t *testing.T) {
 		limit = n
 	}
 	now := time.Now()
-	writes := func(n int, took, every time.Duration) {
+	writes := func(n int, kind string, took, every time.Duration) {
 		for range n {
 			now = now.Add(every)
-			p.observe(took, now)
+			p.observe(kind, took, now)
 		}
 	}
+	const status, service = "PUT promociones/status", "POST services"
 
-	writes(200, 10*time.Millisecond, 10*time.Millisecond)
+	writes(200, status, 5*time.Millisecond, 10*time.Millisecond)
 	if limit != 16 {
-		t.Fatalf("after 200 writes of 10 ms, limit %d, want 16", limit)
+		t.Fatalf("after 200 status updates of 5 ms, limit %d, want 16", limit)
 	}
-	writes(40, 50*time.Millisecond, 50*time.Millisecond)
+	for range 100 { // Services cost more, and status updates keep theirs
+		writes(1, service, 20*time.Millisecond, 10*time.Millisecond)
+		writes(1, status, 5*time.Millisecond, 10*time.Millisecond)
+	}
+	if limit != 16 {
+		t.Fatalf("after Services' creates at 20 ms beside status updates at 5 ms, limit %d, want 16", limit)
+	}
+	writes(40, status, 25*time.Millisecond, 50*time.Millisecond)
 	if limit == 16 || limit == 1 {
-		t.Fatalf("after 40 writes five times as slow, limit %d, want cut, and not yet to 1", limit)
+		t.Fatalf("after 40 status updates five times as slow, limit %d, want cut, and not yet to 1", limit)
 	}
-	writes(100, 50*time.Millisecond, 50*time.Millisecond)
+	writes(100, status, 25*time.Millisecond, 50*time.Millisecond)
 	if limit != 1 {
-		t.Fatalf("after 140 writes five times as slow, limit %d, want 1", limit)
+		t.Fatalf("after 140 status updates five times as slow, limit %d, want 1", limit)
 	}
-	writes(300, 10*time.Millisecond, 10*time.Millisecond)
+	writes(300, status, 5*time.Millisecond, 10*time.Millisecond)
 	if limit != 16 {
-		t.Fatalf("after 300 writes back at 10 ms, limit %d, want 16", limit)
+		t.Fatalf("after 300 status updates back at 5 ms, limit %d, want 16", limit)
 	}
-	writes(100, 50*time.Millisecond, time.Second)
+	writes(100, status, 25*time.Millisecond, time.Second)
 	if limit != 1 {
-		t.Fatalf("after 100 s of writes five times as slow, limit %d, want 1", limit)
+		t.Fatalf("after 100 s of status updates five times as slow, limit %d, want 1", limit)
 	}
-	writes(400, 50*time.Millisecond, time.Second)
+	writes(400, status, 25*time.Millisecond, time.Second)
 	if limit != 16 {
-		t.Fatalf("after 500 s of writes at 50 ms, the new norm, limit %d, want 16", limit)
+		t.Fatalf("after 500 s of status updates at 25 ms, the new norm, limit %d, want 16", limit)
+	}
+}
+
+func TestWriteKindOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/tienda/configmaps":                                            "POST configmaps",
+		"/apis/apps/v1/namespaces/tienda/deployments/rebajas-verano":                      "POST deployments",
+		"/apis/tienda.example.com/v1/namespaces/tienda/promociones/rebajas-verano/status": "POST promociones/status",
+		"/api/v1/namespaces": "POST namespaces",
+	} {
+		r, err := http.NewRequest(http.MethodPost, "https://127.0.0.1:6443"+path+"?fieldManager=operador-promociones", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := writeKindOf(r); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
 	}
 }
