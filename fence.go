@@ -29,7 +29,7 @@ import (
 // The fence closes that gap. A replica writes only while it is sure to hold
 // the Lease: for RenewDeadline after it started its last successful renewal. A
 // standby takes the Lease over only LeaseDuration after it saw that renewal.
-// Every request that would change something leaves through fencedTransport,
+// Every request that would change something leaves through the fence (send),
 // which refuses it past RenewDeadline and gives it until half-way to
 // LeaseDuration to finish, so that the client has given up on it before a
 // standby can lead. Reads and watches pass. (A request the API server has
@@ -85,32 +85,44 @@ func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {
 	if f == nil || !fenceOn {
 		return cfg
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{f, rt} })
-	return cfg
+	return onWrites(cfg, f.send)
 }
 
-type fencedTransport struct {
-	fence *leaderFence
-	next  http.RoundTripper
-}
-
-func (t fencedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !isWrite(r) {
-		return t.next.RoundTrip(r)
-	}
-	deadline, err := t.fence.deadline()
+// send sends write r through next if this replica is sure to lead, with a
+// deadline by which a standby cannot lead yet.
+func (f *leaderFence) send(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+	deadline, err := f.deadline()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	resp, err := next.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	resp.Body = cancelOnClose{resp.Body, cancel}
 	return resp, nil
+}
+
+// onWrites makes every write made with cfg go through send; reads and watches
+// pass as they are.
+func onWrites(cfg *rest.Config, send func(r *http.Request, next http.RoundTripper) (*http.Response, error)) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writesThrough{rt, send} })
+	return cfg
+}
+
+type writesThrough struct {
+	next http.RoundTripper
+	send func(*http.Request, http.RoundTripper) (*http.Response, error)
+}
+
+func (t writesThrough) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !isWrite(r) {
+		return t.next.RoundTrip(r)
+	}
+	return t.send(r, t.next)
 }
 
 // isWrite says whether r may change something: reads and watches are GETs.

@@ -167,7 +167,7 @@ func TestFencedWriteEndsAtTheDeadline(t *testing.T) {
 	defer hang.Close()
 	f := &leaderFence{holdFor: 200 * time.Millisecond, grace: 300 * time.Millisecond}
 	f.renewedAt(time.Now())
-	tr := fencedTransport{f, http.DefaultTransport}
+	tr := writesThrough{http.DefaultTransport, f.send}
 	start := time.Now()
 	req, _ := http.NewRequest(http.MethodPost, hang.URL, nil)
 	resp, err := tr.RoundTrip(req)

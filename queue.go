@@ -191,6 +191,7 @@ type pace struct {
 	slowness float64 // of the last writes, weighted: each one's time over its kind's quietest
 	kinds    map[string]*writeKind
 	sinceCut int // writes since the limit was last cut
+	told     int // the limit the lane and the gauge last got
 }
 
 const (
@@ -254,8 +255,11 @@ func (p *pace) observe(kind string, took time.Duration, now time.Time) {
 	case p.sinceCut > paceWeight: // the slowness has followed the last cut
 		p.limit, p.sinceCut = max(1, p.limit/2), 0
 	}
-	routineLimit.Set(float64(int(p.limit)))
-	p.set(int(p.limit))
+	if n := int(p.limit); n != p.told {
+		p.told = n
+		routineLimit.Set(float64(n))
+		p.set(n)
+	}
 }
 
 // writeKindOf names a write by its verb and resource, and subresource if
@@ -285,8 +289,9 @@ func writeKindOf(r *http.Request) string {
 func (p *pace) follow(l *repairLane) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.set = l.setRoutine
-	p.set(int(p.limit))
+	p.set, p.told = l.setRoutine, int(p.limit)
+	routineLimit.Set(float64(p.told))
+	p.set(p.told)
 }
 
 // timed makes every write made with cfg tell p how long it took. A nil pace
@@ -295,25 +300,17 @@ func (p *pace) timed(cfg *rest.Config) *rest.Config {
 	if p == nil {
 		return cfg
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedWrites{p, rt} })
-	return cfg
+	return onWrites(cfg, p.send)
 }
 
-type timedWrites struct {
-	pace *pace
-	next http.RoundTripper
-}
-
-func (t timedWrites) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !isWrite(r) {
-		return t.next.RoundTrip(r)
-	}
+// send sends write r through next and observes how long the API server took
+// to answer, whatever it said.
+func (p *pace) send(r *http.Request, next http.RoundTripper) (*http.Response, error) {
 	start := time.Now()
-	resp, err := t.next.RoundTrip(r)
-	if err == nil { // answered: how long the API server took, whatever it said
+	resp, err := next.RoundTrip(r)
+	if err == nil {
 		now := time.Now()
-		t.pace.observe(writeKindOf(r), now.Sub(start), now)
+		p.observe(writeKindOf(r), now.Sub(start), now)
 	}
 	return resp, err
 }
