@@ -39,7 +39,9 @@ type repairLane struct {
 	// Workers on their way to the queue: for a routine item, or for a repair.
 	// The queue hands any of them a ready repair before a routine item.
 	reserved, claimed int
-	stopped           bool
+	// waiting counts the workers waiting for a lane.
+	waiting int
+	stopped bool
 }
 
 func newRepairLane(q priorityqueue.PriorityQueue[reconcile.Request], routine int) *repairLane {
@@ -60,7 +62,7 @@ func (l *repairLane) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Req
 	for _, it := range items {
 		l.repairs[it] = true
 	}
-	l.changed.Broadcast()
+	l.wake()
 }
 
 // GetWithPriority waits for a lane, then for an item. A worker sets out for a
@@ -82,7 +84,9 @@ func (l *repairLane) GetWithPriority() (reconcile.Request, int, bool) {
 			l.claimed++
 			break
 		}
+		l.waiting++
 		l.changed.Wait()
+		l.waiting--
 	}
 	stopped := l.stopped
 	l.mu.Unlock()
@@ -105,8 +109,21 @@ func (l *repairLane) GetWithPriority() (reconcile.Request, int, bool) {
 			l.routineOut++
 		}
 	}
-	l.changed.Broadcast()
+	l.wake() // a worker set out for routine work may have got a repair
 	return item, priority, shutdown
+}
+
+// wake wakes as many waiting workers as could set out now, and no more: each
+// change to the lane would otherwise wake every idle repair worker, and the
+// lane's dozens of them then cost an idle repair more than its reconcile.
+func (l *repairLane) wake() {
+	n := max(0, l.routine-l.routineOut-l.reserved)
+	if l.waiting > n && len(l.repairs) > 0 {
+		n += max(0, l.readyRepairs()-l.reserved-l.claimed)
+	}
+	for range min(n, l.waiting) {
+		l.changed.Signal()
+	}
 }
 
 // readyRepairs counts the repairs that the queue can hand out now: one whose
@@ -136,7 +153,7 @@ func (l *repairLane) Done(item reconcile.Request) {
 			l.routineOut--
 		}
 	}
-	l.changed.Broadcast()
+	l.wake() // a routine slot, or a repair that waited for this reconcile
 }
 
 func (l *repairLane) ShutDown() {

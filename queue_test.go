@@ -174,3 +174,38 @@ func TestWriteKindOf(t *testing.T) {
 		}
 	}
 }
+
+// The time from a repair's Add to its Done by a worker, on an idle lane with
+// the operator's default workers: 16 routine and 32 for repairs. Each repair
+// is followed, as in the operator, by a routine item for the same Promocion
+// (its new child's watch event).
+func BenchmarkRepairLaneIdle(b *testing.B) {
+	const routine, repairs = 16, 32
+	q := newRepairLane(priorityqueue.New[reconcile.Request]("bench"), routine)
+	done := make(chan struct{}, 1)
+	var workers sync.WaitGroup
+	for range routine + repairs {
+		workers.Go(func() {
+			for {
+				item, priority, shutdown := q.GetWithPriority()
+				if shutdown {
+					return
+				}
+				q.Done(item)
+				if priority >= repairPriority {
+					done <- struct{}{}
+				}
+			}
+		})
+	}
+	item := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: "rebajas-verano"}}
+	b.ResetTimer()
+	for range b.N {
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, item)
+		<-done
+		q.Add(item)
+	}
+	b.StopTimer()
+	q.ShutDown()
+	workers.Wait()
+}
