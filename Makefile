@@ -14,7 +14,7 @@ LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
 .PHONY: dev-on-host dev-in-cluster leccion
-.PHONY: help build run install uninstall build-installer deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,6 +41,19 @@ INSTALLER_ENV = NAMESPACES='$(NAMESPACES)' WEB_IMAGE='$(WEB_IMAGE)'
 
 build-installer: ## Write dist/install.yaml: manifiestos/ in one file, with the operator's image set to IMG (and NAMESPACES, WEB_IMAGE).
 	$(INSTALLER_ENV) hack/installer.sh $(IMG) $(INSTALLER) $(KUBECTL)
+
+chart: ## Write the Helm chart charts/operador-promociones from manifiestos/ again (its CRD, templates and values.yaml): run it after changing manifiestos/.
+	$(GO) -C hack/chart run . -root $(CURDIR)
+
+# Where make chart-push sends the chart: an OCI repository. HELM_FLAGS adds
+# helm push's flags (--plain-http for a registry without TLS, --ca-file...).
+CHART_REPO ?= oci://registry.iximiuz.com/tienda/charts
+HELM_FLAGS ?=
+
+chart-push: ## Package the chart into bin/ and push it to CHART_REPO (after helm registry login, if the registry asks).
+	@mkdir -p bin
+	helm=$$(hack/helm.sh) && pkg=$$($$helm package charts/operador-promociones -d bin | sed -n 's/^Successfully packaged chart and saved it to: //p') && \
+		test -n "$$pkg" && $$helm push "$$pkg" $(CHART_REPO) $(HELM_FLAGS)
 
 deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and the operator, with the image IMG.
 	$(KUBECTL) apply -f $(INSTALLER)
@@ -73,10 +86,12 @@ vet: ## Run go vet, and check that the code is formatted.
 	@# The variants built only for tests: the child table printer, the fence compiled out, the unscoped cache.
 	$(GO) vet -tags childtable,nofence,unscoped .
 	$(GO) -C hack/image vet ./...
+	$(GO) -C hack/chart vet ./...
 
 lint: ## Run golangci-lint (.golangci.yml) on the operator and hack/image; any finding fails.
 	lint=$$(hack/check-tools.sh)/golangci-lint && $$lint run ./... && \
-		cd hack/image && $$lint run --config $(CURDIR)/.golangci.yml ./...
+		(cd hack/image && $$lint run --config $(CURDIR)/.golangci.yml ./...) && \
+		cd hack/chart && $$lint run --config $(CURDIR)/.golangci.yml ./...
 
 deps: ## Install the Debian packages that the real node and the tests need (iptables, chromium, podman...), if missing.
 	@hack/debian-packages.sh node podman chromium
@@ -142,6 +157,7 @@ test: vet lint k8s-binaries ## Run every test: unit and integration against a re
 	@# A notice, not a failure: what changed in the product since the committed reports ran.
 	@hack/report-age.sh
 	$(GO) test -count=1 ./manifiestos/monitoring/
+	$(GO) -C hack/chart test -count=1 ./...
 	@hack/debian-packages.sh podman
 	$(GO) -C hack/image test -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .

@@ -60,23 +60,8 @@ if [ -n "${NAMESPACES:-}" ]; then
 		fi
 		args+=("--namespace=$ns")
 		has rbac.yaml || continue
-		cat >>"$dir/rolebindings.yaml" <<YAML
----
-# The operator's ClusterRole, granted in $ns only.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: operador-promociones
-  namespace: $ns
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: operador-promociones
-subjects:
-- kind: ServiceAccount
-  name: operador-promociones
-  namespace: default
-YAML
+		# One RoleBinding per namespace, from the file the Helm chart's are made of too.
+		{ echo "---"; sed -e 's/OPERATOR_NAMESPACE/default/' -e "s/NAMESPACE/$ns/" "$root/hack/rolebinding.yaml"; } >>"$dir/rolebindings.yaml"
 	done
 	if has rbac.yaml; then
 		files+=(rolebindings.yaml)
