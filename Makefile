@@ -49,10 +49,12 @@ chart: ## Write the Helm chart charts/operador-promociones from manifiestos/ aga
 # helm push's flags (--plain-http for a registry without TLS, --ca-file...).
 CHART_REPO ?= oci://registry.iximiuz.com/tienda/charts
 HELM_FLAGS ?=
+# Where the packaged chart is written.
+CHART_DIST ?= bin
 
-chart-push: ## Package the chart into bin/ and push it to CHART_REPO (after helm registry login, if the registry asks).
-	@mkdir -p bin
-	helm=$$(hack/helm.sh) && pkg=$$($$helm package charts/operador-promociones -d bin | sed -n 's/^Successfully packaged chart and saved it to: //p') && \
+chart-push: ## Package the chart into CHART_DIST (bin/) and push it to CHART_REPO (after helm registry login, if the registry asks).
+	@mkdir -p $(CHART_DIST)
+	helm=$$(hack/helm.sh) && pkg=$$($$helm package charts/operador-promociones -d $(CHART_DIST) | sed -n 's/^Successfully packaged chart and saved it to: //p') && \
 		test -n "$$pkg" && $$helm push "$$pkg" $(CHART_REPO) $(HELM_FLAGS)
 
 deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and the operator, with the image IMG.

@@ -4,7 +4,9 @@
 # (docker.io/nginxinc/nginx-unprivileged), which cannot be pulled here. It is
 # Debian's nginx, with the libraries it links, run the way nginx-unprivileged
 # runs: as uid 101, on port 8080, serving /usr/share/nginx/html, writing only
-# to /tmp (web-image.conf), stopped with SIGQUIT. Built offline from Debian's
+# to /tmp (web-image.conf), stopped with SIGQUIT, with busybox's sh, wget and
+# grep as the public image's alpine variant has them (the Helm chart's test Pod
+# uses them). Built offline from Debian's
 # packages (apt-get download; nothing is installed) by hack/image, and cached
 # like the binaries, keyed by the nginx package's version.
 set -euo pipefail
@@ -25,7 +27,7 @@ echo "building the web image localhost/nginx-unprivileged:debian (nginx $ver) in
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download nginx nginx-common libc6 libcrypt1 libpcre2-8-0 libssl3 zlib1g) >"$work/apt.log" 2>&1 ||
+(cd "$work" && apt-get download nginx nginx-common libc6 libcrypt1 libpcre2-8-0 libssl3 zlib1g busybox-static) >"$work/apt.log" 2>&1 ||
 	{ cat "$work/apt.log" >&2; exit 1; }
 for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/pkgs"; done
 
@@ -42,6 +44,10 @@ ldd "$work/pkgs/usr/sbin/nginx" | awk '/=> \// {print $3} /^\t\// {print $1}' | 
 	cp -L "$found" "$root$lib"
 done
 cp "$work/pkgs/etc/nginx/mime.types" "$root/etc/nginx/"
+# busybox, static, and the applets the alpine image's shell offers that a Pod may use.
+mkdir -p "$root/bin" "$root/usr/bin"
+cp "$work/pkgs/bin/busybox" "$root/bin/busybox"
+for applet in /bin/sh /bin/grep /usr/bin/wget; do ln -s /bin/busybox "$root$applet"; done
 cp "$here/web-image.conf" "$root/etc/nginx/nginx.conf"
 echo '<!DOCTYPE html><title>nginx</title><p>The operator mounts the page here.' >"$root/usr/share/nginx/html/index.html"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnginx:x:101:101:nginx:/nonexistent:/sbin/nologin\n' >"$root/etc/passwd"

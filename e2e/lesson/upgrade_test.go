@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,25 +54,12 @@ func TestUpgrade(t *testing.T) {
 	before := l.childrenOf(ns)
 
 	// From here on, every Promocion must stay Listo.
-	var notListo []string
-	var mu sync.Mutex
-	done := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			if got := l.Listo(ns); got != n {
-				mu.Lock()
-				notListo = append(notListo, fmt.Sprintf("%s: %d of %d Listo", time.Now().Format(time.StampMilli), got, n))
-				mu.Unlock()
-			}
+	stopWatching := l.watchListo(func() string {
+		if got := l.Listo(ns); got != n {
+			return fmt.Sprintf("%d of %d Listo", got, n)
 		}
-	}()
+		return ""
+	})
 
 	l.Kubectl("apply", "-f", crd) // the new CRD, over the stored Promociones
 	c := replica("nueva-c", framework.Env.Operator, "version-nueva")
@@ -96,10 +82,7 @@ func TestUpgrade(t *testing.T) {
 	// The new leader has gone over every Promocion, and wrote what it had to.
 	l.WaitIdle(leader)
 	l.AuditFlushed()
-	close(done)
-	<-watched
-
-	if len(notListo) > 0 {
+	if notListo := stopWatching(); len(notListo) > 0 {
 		t.Errorf("Promociones left Listo during the upgrade:\n%s", strings.Join(framework.First(notListo, 10), "\n"))
 	}
 	writes := func(sa string, after bool) []framework.Request {
