@@ -359,8 +359,8 @@ func (r *reportWriter) contention() {
 	if r.note("alone-apply-person") != "" {
 		person = fmt.Sprintf(", and the person **%s s**", r.note("alone-apply-person"))
 	}
-	r.f("%d runs of ours and of each lesson baseline at their defaults, and one of the plain client and of each of ours' other flags, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", max(r.sc.contended, 1), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
-	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	r.f("%d runs of ours and of each lesson baseline at their defaults, and one of the plain client and of each of ours' other flags, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). A candidate's *writes in flight* is the mean number of its writes that the API server held at once while the users applied (each write's time from received to answered, in the audit log, over the applies' time): the share of a saturated API server that it took from them. The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", max(r.sc.contended, 1), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
+	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | its writes in flight while they applied | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	levels := []string{"workload-low", "global-default", "workload-high"}
 	var rows []string // of the APF table below
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
@@ -371,7 +371,11 @@ func (r *reportWriter) contention() {
 				if x.SideApplyPerson > 0 {
 					person = num(x.SideApplyPerson)
 				}
-				r.f("| %s | %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), person, num(float64(x.Children+x.Status)/float64(x.N)))
+				inFlight := "–" // not measured before issue 26's last runs
+				if x.InFlight != nil {
+					inFlight = num(*x.InFlight)
+				}
+				r.f("| %s | %s | %s | %s | %s | %s | %s | %s |\n", short[c], limit, num(x.Listo), num(x.Written), num(x.SideApply), person, inFlight, num(float64(x.Children+x.Status)/float64(x.N)))
 				if x.APF == nil {
 					continue
 				}
@@ -424,12 +428,16 @@ func (r *reportWriter) scale() {
 		r.f("Of the candidates, %s run at N = %s only: the time of one `make bench`. ", strings.Join(byNs[ns], " and "), ns)
 	}
 	r.f("One run per operator and N, shuffled at each N. Replicas 0: kwok's two nodes take 4000 Pods, fewer than the largest N, so Listo here needs the Deployment controller but no Pod (the lesson's operator says Listo at replicas 0 as soon as it has created the Deployment, before the Deployment controller has seen it).\n\n")
-	r.f("| N | candidate | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	r.f("| N | candidate | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | settled: anonymous + file-backed (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
 		var prev *results.Run
 		for _, x := range r.runs("scale", c, "") {
-			r.f("| %d | %s | %s | %s | %s | %s / %s | %s | %s | %.0f |\n", x.N, short[c], num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
-				num(x.PeakMiB), num(x.SettledMiB), num(x.CPUSeconds), num(1000*x.CPUSeconds/float64(x.N)), x.APIRequests)
+			parts := "–" // not measured before issue 26's last runs
+			if x.AnonMiB > 0 {
+				parts = num(x.AnonMiB) + " + " + num(x.FileMiB)
+			}
+			r.f("| %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %.0f |\n", x.N, short[c], num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
+				num(x.PeakMiB), num(x.SettledMiB), parts, num(x.CPUSeconds), num(1000*x.CPUSeconds/float64(x.N)), x.APIRequests)
 			if prev != nil {
 				dn := float64(x.N-prev.N) / 1000
 				r.slope = append(r.slope, fmt.Sprintf("| %s | %d → %d | %s | %s | %s |", short[c], prev.N, x.N,

@@ -989,6 +989,17 @@ func (b *bench) insideOf(o *framework.Operator) results.Inside {
 	}
 }
 
+// overlap is how long the spans [a0, a1] and [b0, b1] have in common.
+func overlap(a0, a1, b0, b1 time.Time) time.Duration {
+	if b0.After(a0) {
+		a0 = b0
+	}
+	if b1.Before(a1) {
+		a1 = b1
+	}
+	return max(a1.Sub(a0), 0)
+}
+
 // ----- 2. convergence -----
 
 // converge is one run: n Promociones with replicas created at once in a fresh
@@ -1046,13 +1057,16 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		r.PeakMiB, _ = o.RSS(b.T)
 		time.Sleep(5 * time.Second) // the measurement: memory once the burst has passed
 		_, r.SettledMiB = o.RSS(b.T)
+		r.AnonMiB, r.FileMiB = o.RSSParts(b.T)
 		if profiled {
 			b.heapProfile(o, pprof, c.key, n)
 		}
 	}
 	r.APIRequests = b.apiRequests() - requests
 	b.AuditFlushed()
+	var inFlight time.Duration // of the candidate's writes, while the users applied
 	for _, w := range b.AuditFrom(auditFrom, func(r framework.Request) bool { return r.User == c.user }) {
+		inFlight += overlap(w.At, w.Done, r.Applying[0], r.Applying[1])
 		switch res, _, _ := strings.Cut(w.Object, "/"); {
 		case w.Code == 409:
 			r.Conflicts++
@@ -1071,6 +1085,9 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 		default:
 			r.Other++
 		}
+	}
+	if applying := r.Applying[1].Sub(r.Applying[0]); applying > 0 {
+		r.InFlight = new(inFlight.Seconds() / applying.Seconds())
 	}
 	if o != nil {
 		o.Stop(b.T)
@@ -1113,13 +1130,13 @@ func (b *bench) contention() {
 		b.floodData()
 		b.converge("contention", b.candidates[tr.key], b.sc.n, 1, tr.repeat, tr.variant, strings.Fields(tr.variant), func(r *results.Run) {
 			before := b.apfWaits()
-			r.SideApply, r.SideApplyPerson = b.sideApply(fmt.Sprintf("bench-usuario-%d", i))
+			r.SideApply, r.SideApplyPerson, r.Applying = b.sideApply(fmt.Sprintf("bench-usuario-%d", i))
 			r.APF = results.APFSince(b.apfWaits(), before)
 		})
 	}
 	// The same flood and applies, with no candidate: what the users' applies take alone.
 	b.floodData()
-	sa, person := b.sideApply("bench-usuario-solo")
+	sa, person, _ := b.sideApply("bench-usuario-solo")
 	b.res.Notes = append(b.res.Notes, fmt.Sprintf("alone-apply=%.2f", sa), fmt.Sprintf("alone-apply-person=%.2f", person))
 	b.resetCluster("off")
 }
@@ -1138,8 +1155,9 @@ func (b *bench) floodData() {
 // second in, times two users of a team applying ConfigMaps with kubectl at the
 // same time, each into a namespace of its own: a ServiceAccount (in API
 // Priority and Fairness's workload-low, with the operators) and a person (in
-// global-default). It returns their seconds (the flood's rate goes to the log).
-func (b *bench) sideApply(ns string) (sa, person float64) {
+// global-default). It returns their seconds, and when they began and the
+// last ended (the flood's rate goes to the log).
+func (b *bench) sideApply(ns string) (sa, person float64, applying [2]time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var lists atomic.Int64
 	var wg sync.WaitGroup
@@ -1156,14 +1174,16 @@ func (b *bench) sideApply(ns string) (sa, person float64) {
 	saApply, personApply := b.kubectlApply(b.usuario, ns), b.kubectlApply(b.persona, ns+"-persona")
 	time.Sleep(time.Second)
 	var applies sync.WaitGroup
+	applying[0] = time.Now()
 	applies.Go(func() { sa = saApply() })
 	applies.Go(func() { person = personApply() })
 	applies.Wait()
+	applying[1] = time.Now()
 	cancel()
 	wg.Wait()
 	b.Logf("%s: the users' apply of %d ConfigMaps took %.1f s (ServiceAccount) and %.1f s (person); the flood got %.0f lists/s",
 		ns, b.sc.sideApply, sa, person, float64(lists.Load())/(max(sa, person)+1))
-	return sa, person
+	return sa, person, applying
 }
 
 // kubectlApply makes namespace ns and a file of sc.sideApply ConfigMaps in
@@ -1283,10 +1303,11 @@ func (b *bench) memory() {
 				o := b.startCandidate(c, "memory")
 				time.Sleep(5 * time.Second) // the measurement: memory once synced and settled
 				peak, settled := o.RSS(b.T)
+				anon, file := o.RSSParts(b.T)
 				cpu := cpuOf(b.T, o.Cmd.Process.Pid)
 				o.Stop(b.T)
 				b.res.Runs = append(b.res.Runs, results.Run{Section: section, Candidate: c.key, Variant: map[bool]string{true: "unscoped"}[v == "unscoped"], Repeat: r,
-					PeakMiB: peak, SettledMiB: settled, CPUSeconds: cpu, Calibration: calibrate(), Load1: load1()})
+					PeakMiB: peak, SettledMiB: settled, AnonMiB: anon, FileMiB: file, CPUSeconds: cpu, Calibration: calibrate(), Load1: load1()})
 			}
 		}
 	}

@@ -459,6 +459,20 @@ func (l *Lesson) WaitIdle(o *Operator) {
 
 // RSS reads the process's peak and current resident memory, in MiB.
 func (o *Operator) RSS(t *testing.T) (peak, now float64) {
+	m := o.memory(t)
+	return m("VmHWM"), m("VmRSS")
+}
+
+// RSSParts reads the process's current resident memory in its two parts, in
+// MiB: anonymous (the heap, stacks, the runtime's own) and file-backed (the
+// binary's pages that it has touched).
+func (o *Operator) RSSParts(t *testing.T) (anon, file float64) {
+	m := o.memory(t)
+	return m("RssAnon"), m("RssFile")
+}
+
+// memory reads /proc/<pid>/status, and returns a reader of its fields in MiB.
+func (o *Operator) memory(t *testing.T) func(field string) float64 {
 	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -471,7 +485,7 @@ func (o *Operator) RSS(t *testing.T) (peak, now float64) {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		return v / 1024
 	}
-	return kb("VmHWM"), kb("VmRSS")
+	return kb
 }
 
 // ----- the API server's audit log -----
@@ -479,7 +493,7 @@ func (o *Operator) RSS(t *testing.T) (peak, now float64) {
 // Request is one write in the API server's audit log (hack/cluster.sh logs
 // every create, update, patch and delete).
 type Request struct {
-	At                time.Time
+	At, Done          time.Time // received, and answered
 	User, UserAgent   string
 	Verb, URI, Object string // object: resource/namespace/name
 	Code              int
@@ -513,11 +527,12 @@ func ReadAudit(r io.Reader, t time.Time, keep func(Request) bool) []Request {
 			ObjectRef                   struct{ Resource, Namespace, Name string }
 			ResponseStatus              struct{ Code int }
 			Received                    metav1.MicroTime `json:"requestReceivedTimestamp"`
+			Stage                       metav1.MicroTime `json:"stageTimestamp"`
 		}
 		if json.Unmarshal(sc.Bytes(), &e) != nil || !e.Received.After(t) {
 			continue
 		}
-		r := Request{e.Received.Time, e.User.Username, e.UserAgent, e.Verb, strings.Split(e.RequestURI, "?")[0],
+		r := Request{e.Received.Time, e.Stage.Time, e.User.Username, e.UserAgent, e.Verb, strings.Split(e.RequestURI, "?")[0],
 			e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name, e.ResponseStatus.Code}
 		if keep(r) {
 			rs = append(rs, r)

@@ -96,11 +96,20 @@ type Run struct {
 	Children, ChildUpdates, Status, Events, Leases, Other, Conflicts int
 	APIRequests                                                      float64 `json:"api_requests"` // the API server's, all clients
 	CPUSeconds, PeakMiB, SettledMiB                                  float64
-	SideApply                                                        float64            `json:"side_apply_s,omitempty"`        // a user's kubectl apply, in a contended run: a ServiceAccount
-	SideApplyPerson                                                  float64            `json:"side_apply_person_s,omitempty"` // and a person, at the same time
-	APF                                                              map[string]APFWait `json:"apf,omitempty"`                 // by priority level, during the users' applies
-	Calibration                                                      float64            `json:"calibration_ms"`
-	Load1                                                            float64            `json:"load1"`
+	// The settled RSS's two parts: anonymous (heap, stacks, runtime) and
+	// file-backed (the binary's touched pages).
+	AnonMiB         float64            `json:"anon_mib,omitempty"`
+	FileMiB         float64            `json:"file_mib,omitempty"`
+	SideApply       float64            `json:"side_apply_s,omitempty"`        // a user's kubectl apply, in a contended run: a ServiceAccount
+	SideApplyPerson float64            `json:"side_apply_person_s,omitempty"` // and a person, at the same time
+	APF             map[string]APFWait `json:"apf,omitempty"`                 // by priority level, during the users' applies
+	// The candidate's writes in flight at the API server while the users
+	// applied, on average: each write's time from received to answered, in
+	// the audit log, over the applies' time.
+	InFlight    *float64     `json:"writes_in_flight,omitempty"` // nil: not measured (a run before issue 26's last change)
+	Applying    [2]time.Time `json:"-"`                          // when the users' applies began and ended
+	Calibration float64      `json:"calibration_ms"`
+	Load1       float64      `json:"load1"`
 	// CPU-seconds from the start to the last Listo, by process: the cluster's
 	// components, the operator, and the harness (its watches and creates).
 	CPUToListo map[string]float64 `json:"cpu_to_listo_s,omitempty"`
