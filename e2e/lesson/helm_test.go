@@ -259,11 +259,18 @@ type helmCLI struct {
 // with its configuration and caches in the test's folder.
 func (l *lesson) newHelm() helmCLI {
 	l.T.Helper()
-	out, err := exec.Command(filepath.Join(l.Root, "hack", "helm.sh")).Output()
+	return helmCLI{l, l.hackPath("helm.sh")}
+}
+
+// hackPath runs one of hack/'s scripts that build a tool (cached) and print
+// its path.
+func (l *lesson) hackPath(script string) string {
+	l.T.Helper()
+	out, err := exec.Command(filepath.Join(l.Root, "hack", script)).Output()
 	if err != nil {
-		l.T.Fatalf("hack/helm.sh: %v", err)
+		l.T.Fatalf("hack/%s: %v", script, err)
 	}
-	return helmCLI{l, strings.TrimSpace(string(out))}
+	return strings.TrimSpace(string(out))
 }
 
 func (h helmCLI) try(args ...string) (string, error) {
@@ -293,16 +300,13 @@ func (h helmCLI) run(args ...string) string {
 // returns its address.
 func (l *lesson) chartRegistry() string {
 	l.T.Helper()
-	dir, err := exec.Command(filepath.Join(l.Root, "hack", "node-binaries.sh")).Output()
-	if err != nil {
-		l.T.Fatalf("hack/node-binaries.sh: %v", err)
-	}
+	dir := l.hackPath("node-binaries.sh")
 	addr := framework.FreeAddresses(l.T, 1)[0]
 	config := filepath.Join(l.Tmp, "chart-registry.yml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\nlog:\n  level: error\n", filepath.Join(l.Tmp, "chart-registry"), addr), 0o644); err != nil {
 		l.T.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(strings.TrimSpace(string(dir)), "registry"), "serve", config)
+	cmd := exec.Command(filepath.Join(dir, "registry"), "serve", config)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		l.T.Fatal(err)
