@@ -14,7 +14,7 @@ LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
 .PHONY: dev-on-host dev-in-cluster leccion
-.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test tools e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -155,7 +155,10 @@ dev-in-cluster:
 test-unit: ## The pure tests alone, with Go alone, in seconds: the edit-and-test loop.
 	$(GO) test -count=1 -short .
 
-test: vet lint k8s-binaries ## Run every test: unit and integration against a real API server (together, once), the alerts, the image, and the end-to-end suites.
+tools: ## Build every tool make test takes from the cache, side by side (once per machine; later runs find them).
+	@hack/first-builds.sh
+
+test: tools vet lint k8s-binaries ## Run every test: unit and integration against a real API server (together, once), the alerts, the image, and the end-to-end suites.
 	@# A notice, not a failure: what changed in the product since the committed reports ran.
 	@hack/report-age.sh
 	$(GO) test -count=1 ./manifiestos/monitoring/
