@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
@@ -39,9 +40,16 @@ func newCacheTransform() toolscache.TransformFunc {
 		case *corev1.Service:
 			o.Status = corev1.ServiceStatus{}
 			parts.service(o)
+		case *corev1.ConfigMap:
+			in := &interner{}
+			internMeta(&o.ObjectMeta, in)
+			o.Data = in.inMap(o.Data)
 		case *Promocion:
 			// kubectl apply's copy of the whole Promocion, banner included.
 			delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
+			if len(o.Annotations) == 0 {
+				o.Annotations = nil // the map kubectl apply made, now empty
+			}
 		}
 		return obj, nil
 	}
@@ -50,7 +58,7 @@ func newCacheTransform() toolscache.TransformFunc {
 // sharedParts are the parts that every child of a kind holds alike: a
 // Deployment's web container (its resources, probe and security context are
 // half of what a cached Deployment takes), its pod's security context and its
-// rollout strategy, a Service's port. A cached child whose part equals the
+// rollout strategy, a Service's port and IP settings. A cached child whose part equals the
 // last one seen points to that copy instead of keeping its own.
 //
 // That is safe because nothing writes to an object in the cache: the informer
@@ -61,7 +69,14 @@ type sharedParts struct {
 	containers    shared[[]corev1.Container]
 	podSecurity   shared[*corev1.PodSecurityContext]
 	rollingUpdate shared[*appsv1.RollingUpdateDeployment]
-	servicePorts  shared[[]corev1.ServicePort]
+	// The Deployment controller's revision annotation, and the page's hash
+	// on the pods: alike on Deployments of one revision and one banner.
+	annotations    shared[map[string]string]
+	podAnnotations shared[map[string]string]
+	servicePorts   shared[[]corev1.ServicePort]
+	ipFamilies     shared[[]corev1.IPFamily]
+	ipPolicy       shared[*corev1.IPFamilyPolicy]
+	trafficPolicy  shared[*corev1.ServiceInternalTrafficPolicy]
 }
 
 func (s *sharedParts) deployment(d *appsv1.Deployment) {
@@ -69,6 +84,14 @@ func (s *sharedParts) deployment(d *appsv1.Deployment) {
 	pod.Containers = s.containers.of(pod.Containers)
 	pod.SecurityContext = s.podSecurity.of(pod.SecurityContext)
 	d.Spec.Strategy.RollingUpdate = s.rollingUpdate.of(d.Spec.Strategy.RollingUpdate)
+	in := &interner{}
+	internMeta(&d.ObjectMeta, in)
+	internMeta(&d.Spec.Template.ObjectMeta, in)
+	if d.Spec.Selector != nil {
+		d.Spec.Selector.MatchLabels = in.inMap(d.Spec.Selector.MatchLabels)
+	}
+	d.Annotations = s.annotations.of(d.Annotations)
+	d.Spec.Template.Annotations = s.podAnnotations.of(d.Spec.Template.Annotations)
 	// The pods' labels are the Deployment's own (childLabels) unless someone
 	// changed either: one map for both.
 	if maps.Equal(d.Spec.Template.Labels, d.Labels) {
@@ -77,7 +100,65 @@ func (s *sharedParts) deployment(d *appsv1.Deployment) {
 }
 
 func (s *sharedParts) service(svc *corev1.Service) {
+	in := &interner{}
+	internMeta(&svc.ObjectMeta, in)
+	svc.Spec.Selector = in.inMap(svc.Spec.Selector)
 	svc.Spec.Ports = s.servicePorts.of(svc.Spec.Ports)
+	svc.Spec.IPFamilies = s.ipFamilies.of(svc.Spec.IPFamilies)
+	svc.Spec.IPFamilyPolicy = s.ipPolicy.of(svc.Spec.IPFamilyPolicy)
+	svc.Spec.InternalTrafficPolicy = s.trafficPolicy.of(svc.Spec.InternalTrafficPolicy)
+}
+
+// interner gives one copy of each string that a cached object's labels,
+// annotations and selectors hold: the keys and values that every child
+// holds alike (knownStrings) point to the program's own constants, and a
+// value repeated within the object (its Promocion's name, in two labels
+// on each of its maps) to its first copy. Each map is made again, since a
+// map's keys cannot be exchanged in place; the decoded copies go with the
+// old map.
+type interner struct {
+	seen []string
+}
+
+// knownStrings are the label and annotation keys and values that the
+// operator writes on every child, and the Deployment controller's.
+var knownStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", LabelManagedBy, LabelPromocion,
+		"promocion", operatorName, AnnotationPageHash, "deployment.kubernetes.io/revision", pageKey} {
+		m[s] = s
+	}
+	return m
+}()
+
+func (in *interner) of(s string) string {
+	if k, ok := knownStrings[s]; ok {
+		return k
+	}
+	for _, seen := range in.seen {
+		if seen == s {
+			return seen
+		}
+	}
+	in.seen = append(in.seen, s)
+	return s
+}
+
+func (in *interner) inMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[in.of(k)] = in.of(v)
+	}
+	return out
+}
+
+func internMeta(m *metav1.ObjectMeta, in *interner) {
+	m.Name = in.of(m.Name)
+	m.Labels = in.inMap(m.Labels)
+	m.Annotations = in.inMap(m.Annotations)
 }
 
 // shared holds the last value seen of one part. A value equal to it, field

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,7 +158,12 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 	maxSurge := intstr.FromString("25%")
 	cache := func(obj client.Object) client.Object {
 		t.Helper()
-		out, err := transform(obj.DeepCopyObject())
+		// As the informer decodes it: every string a copy of its own.
+		decoded := obj.DeepCopyObject().(client.Object)
+		if raw, err := json.Marshal(obj); err != nil || json.Unmarshal(raw, decoded) != nil {
+			t.Fatalf("%s: a JSON round trip failed: %v", obj.GetName(), err)
+		}
+		out, err := transform(decoded)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,30 +176,50 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}, Spec: PromocionSpec{Banner: "Oferta " + name, Replicas: new(int32(2))}}
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
 		mutateDeployment(d, p, image)
-		// What the API server's defaults add.
+		// What the API server's defaults and the Deployment controller add.
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxSurge}}
+		d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
 		return cache(d).(*appsv1.Deployment)
 	}
 	service := func(name string) *corev1.Service {
 		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}}
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
 		mutateService(s, p)
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		s.Spec.IPFamilyPolicy = new(corev1.IPFamilyPolicySingleStack)
+		s.Spec.InternalTrafficPolicy = new(corev1.ServiceInternalTrafficPolicyCluster)
 		return cache(s).(*corev1.Service)
 	}
 	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	sameString := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-	a, b := deployment("a", DefaultWebImage), deployment("b", DefaultWebImage)
+	// Names of more than one byte: Go keeps a single copy of each one-byte string anyway.
+	a, b := deployment("oferta-a", DefaultWebImage), deployment("oferta-b", DefaultWebImage)
+	sa, sb := service("oferta-a"), service("oferta-b")
 	for what, shared := range map[string]bool{
-		"the web container":          same(a.Spec.Template.Spec.Containers, b.Spec.Template.Spec.Containers),
-		"the pod's security context": same(a.Spec.Template.Spec.SecurityContext, b.Spec.Template.Spec.SecurityContext),
-		"the rollout strategy":       same(a.Spec.Strategy.RollingUpdate, b.Spec.Strategy.RollingUpdate),
-		"a's labels, with its pods'": same(a.Labels, a.Spec.Template.Labels),
-		"the Service's port":         same(service("a").Spec.Ports, service("b").Spec.Ports),
+		"the web container":                 same(a.Spec.Template.Spec.Containers, b.Spec.Template.Spec.Containers),
+		"the pod's security context":        same(a.Spec.Template.Spec.SecurityContext, b.Spec.Template.Spec.SecurityContext),
+		"the rollout strategy":              same(a.Spec.Strategy.RollingUpdate, b.Spec.Strategy.RollingUpdate),
+		"a's labels, with its pods'":        same(a.Labels, a.Spec.Template.Labels),
+		"the Deployment's annotations":      same(a.Annotations, b.Annotations),
+		"the Service's port":                same(sa.Spec.Ports, sb.Spec.Ports),
+		"the Service's IP families":         same(sa.Spec.IPFamilies, sb.Spec.IPFamilies),
+		"the Service's IP family policy":    same(sa.Spec.IPFamilyPolicy, sb.Spec.IPFamilyPolicy),
+		"the Service's internal traffic":    same(sa.Spec.InternalTrafficPolicy, sb.Spec.InternalTrafficPolicy),
+		"a label's key, with the constant":  sameKey(a.Labels, LabelManagedBy),
+		"a selector's key, with the label":  sameKey(sa.Spec.Selector, LabelPromocion),
+		"a label's value, with the name":    sameString(a.Labels[LabelPromocion], a.Name),
+		"a selector's value, with the name": sameString(a.Spec.Selector.MatchLabels[LabelPromocion], a.Name),
+		"a Service's label, with its name":  sameString(sa.Labels["app.kubernetes.io/instance"], sa.Name),
+		"a constant value":                  sameString(sa.Labels[LabelManagedBy], operatorName),
 	} {
 		if !shared {
-			t.Errorf("two children alike each keep their own copy of %s", what)
+			t.Errorf("two children alike, or a child's maps, each keep their own copy of %s", what)
 		}
+	}
+	if same(a.Spec.Template.Annotations, b.Spec.Template.Annotations) {
+		t.Error("two Deployments of different banners share their pods' annotations, which hash each page")
 	}
 	if same(a.Labels, b.Labels) {
 		t.Error("two Promociones' children share their labels, which name each Promocion")
@@ -213,6 +240,17 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 	if d = cache(d).(*appsv1.Deployment); same(d.Labels, d.Spec.Template.Labels) {
 		t.Error("a Deployment's labels and its pods' differ, yet they share one map")
 	}
+}
+
+// sameKey says whether m's key equal to key is the same string as key, not
+// an equal copy.
+func sameKey(m map[string]string, key string) bool {
+	for k := range m {
+		if k == key {
+			return unsafe.StringData(k) == unsafe.StringData(key)
+		}
+	}
+	return false
 }
 
 // What the cache shares stays inside it: each child the operator reads from
