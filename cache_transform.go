@@ -58,8 +58,8 @@ func newCacheTransform() toolscache.TransformFunc {
 // sharedParts are the parts that every child of a kind holds alike: a
 // Deployment's web container (its resources, probe and security context are
 // half of what a cached Deployment takes), its pod's security context and its
-// rollout strategy, a Service's port and IP settings. A cached child whose part equals the
-// last one seen points to that copy instead of keeping its own.
+// rollout strategy, a Service's port and IP settings. A cached child whose
+// part equals the last one seen points to that copy instead of keeping its own.
 //
 // That is safe because nothing writes to an object in the cache: the informer
 // replaces a changed object whole, and every read the operator makes of a
