@@ -33,3 +33,25 @@ build() {
 		{ echo "building $name failed" >&2; return 1; }
 	mv "$dir/.$name.tmp" "$dir/$name"
 }
+
+# build_all MODULE [go build flags...] -- PACKAGE...: build the commands
+# PACKAGE... of the tools module MODULE that are not yet in $dir, each named
+# as its package's last element, in one go build: their compiles and their
+# links (each on one core) then run side by side.
+build_all() {
+	local module=$1 flags=() pkgs=() p
+	shift
+	while [ "$1" != -- ]; do flags+=("$1"); shift; done
+	shift
+	for p in "$@"; do [ -x "$dir/${p##*/}" ] || pkgs+=("$p"); done
+	[ ${#pkgs[@]} = 0 ] && return 0
+	echo "building ${pkgs[*]##*/} into $dir (the first build takes minutes; later runs reuse it)" >&2
+	# A folder of its own, then a rename of each: an interrupted build never
+	# leaves a half-written binary that a later run would trust.
+	local tmp="$dir/.build_all.tmp"
+	rm -rf "$tmp" && mkdir "$tmp"
+	(cd "$tools/$module" && CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath "${flags[@]}" -o "$tmp/" "${pkgs[@]}") ||
+		{ echo "building ${pkgs[*]##*/} failed" >&2; return 1; }
+	for p in "${pkgs[@]}"; do mv "$tmp/${p##*/}" "$dir/${p##*/}"; done
+	rmdir "$tmp"
+}
