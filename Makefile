@@ -164,7 +164,8 @@ test: tools vet lint k8s-binaries ## Run every test: unit and integration agains
 	$(GO) test -count=1 ./manifiestos/monitoring/
 	$(GO) -C hack/chart test -count=1 ./...
 	@hack/debian-packages.sh podman
-	$(GO) -C hack/image test -count=1 ./...
+	@# Longer than go test's 10 minutes: on a fresh machine its first cross-compile takes five.
+	$(GO) -C hack/image test -count=1 -timeout 20m ./...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
 
