@@ -161,6 +161,8 @@ tools: ## Build every tool make test takes from the cache, side by side (once pe
 test: tools vet lint k8s-binaries ## Run every test: unit and integration against a real API server (together, once), the alerts, the image, and the end-to-end suites.
 	@# A notice, not a failure: what changed in the product since the committed reports ran.
 	@hack/report-age.sh
+	@# The tools modules build each shared dependency at one version, so that a fresh machine compiles it once.
+	@hack/tools-aligned.sh
 	$(GO) test -count=1 ./manifiestos/monitoring/
 	$(GO) -C hack/chart test -count=1 ./...
 	@hack/debian-packages.sh podman

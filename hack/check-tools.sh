@@ -6,7 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-open_cache "checks-golangci-lint-$(version github.com/golangci/golangci-lint/v2 golangci-lint)-prometheus-$(version github.com/prometheus/prometheus prometheus)"
+open_cache "checks-golangci-lint-$(version github.com/golangci/golangci-lint/v2 golangci-lint)-prometheus-$(version github.com/prometheus/prometheus prometheus)" golangci-lint prometheus
 build golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint golangci-lint
 # Without Prometheus's service discoveries (AWS, Azure, GCE, Kubernetes...):
 # the rules' checks and unit tests use none, and they are 247 of its 1364

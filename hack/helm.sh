@@ -5,6 +5,6 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-open_cache "helm-$(version helm.sh/helm/v4 helm)"
+open_cache "helm-$(version helm.sh/helm/v4 helm)" helm
 build helm helm.sh/helm/v4/cmd/helm helm
 echo "$dir/helm"

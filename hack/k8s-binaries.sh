@@ -9,7 +9,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-open_cache "k8s-$(version k8s.io/kubernetes kubernetes)-etcd-$(version go.etcd.io/etcd/server/v3 etcd)-kwok-$(version sigs.k8s.io/kwok kwok)"
+open_cache "k8s-$(version k8s.io/kubernetes kubernetes)-etcd-$(version go.etcd.io/etcd/server/v3 etcd)-kwok-$(version sigs.k8s.io/kwok kwok)" kubernetes etcd kwok
 build etcd go.etcd.io/etcd/server/v3 etcd
 build_all kubernetes -- k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kube-proxy}
 build kwok sigs.k8s.io/kwok/cmd/kwok kwok

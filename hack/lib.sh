@@ -11,13 +11,33 @@ version() { # module path, tools module -> the version that module pins
 	(cd "$tools/$2" && go list -m -f '{{.Version}}' "$1")
 }
 
-# open_cache NAME: make $dir the cache folder NAME and hold its lock until the
-# script exits; a second caller waits, then finds the binaries.
+# open_cache NAME [MODULE...]: make $dir the cache folder NAME and hold its lock
+# until the script exits; a second caller waits, then finds the binaries. The
+# folder's name ends in a digest of the tools modules MODULE... (their go.mod and
+# go.sum), so that binaries built from other dependencies are not taken for them.
 open_cache() {
-	dir=$cache/bin/$1
+	local name=$1
+	shift
+	[ $# = 0 ] || name+=-$(cd "$tools" && for m in "$@"; do cat "$m/go.mod" "$m/go.sum"; done | sha256sum | cut -c1-8)
+	dir=$cache/bin/$name
+	# hack/tools-aligned.sh lists what the builds would compile: nothing is built.
+	[ -z "${TOOLS_DEPS:-}" ] || return 0
 	mkdir -p "$dir"
 	exec 9>"$dir/.lock"
 	flock 9
+}
+
+# list_deps MODULE [go build flags...] -- PACKAGE...: append to $TOOLS_DEPS the
+# modules whose packages PACKAGE's build compiles, one line each: path, version
+# (its replacement's, where replaced) and MODULE.
+list_deps() {
+	local module=$1 flags=()
+	shift
+	while [ "$1" != -- ]; do flags+=("$1"); shift; done
+	shift
+	(cd "$tools/$module" && CGO_ENABLED=${CGO_ENABLED:-0} go list -deps "${flags[@]}" \
+		-f '{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}' "$@") |
+		sort -u | sed -n "/./s|$| $module|p" >>"$TOOLS_DEPS"
 }
 
 # build MODULE PACKAGE NAME [go build flags...]: build PACKAGE with the tools
@@ -28,6 +48,7 @@ open_cache() {
 build() {
 	local module=$1 pkg=$2 name=$3
 	shift 3
+	if [ -n "${TOOLS_DEPS:-}" ]; then list_deps "$module" "$@" -- "$pkg"; return; fi
 	[ -x "$dir/$name" ] && return 0
 	echo "building $name into $dir (the first build takes minutes; later runs reuse it)" >&2
 	# A temporary name, then a rename: an interrupted build never leaves a
@@ -46,6 +67,7 @@ build_all() {
 	shift
 	while [ "$1" != -- ]; do flags+=("$1"); shift; done
 	shift
+	if [ -n "${TOOLS_DEPS:-}" ]; then list_deps "$module" "${flags[@]}" -- "$@"; return; fi
 	for p in "$@"; do [ -x "$dir/${p##*/}" ] || pkgs+=("$p"); done
 	[ ${#pkgs[@]} = 0 ] && return 0
 	echo "building ${pkgs[*]##*/} into $dir (the first build takes minutes; later runs reuse it)" >&2
