@@ -332,8 +332,12 @@ func (l *lesson) problems(ns string, untouched func() []string) (promociones int
 // right, the operator must write nothing there for quietFor.
 func (l *lesson) converge(ns string, untouched func() []string, since time.Time, r *result) {
 	l.T.Helper()
-	for _, f := range l.settle(ns, untouched, since, r) {
+	failures := l.settle(ns, untouched, since, r)
+	for _, f := range failures {
 		l.T.Error(f)
+	}
+	if len(failures) > 0 {
+		l.DumpRunning()
 	}
 }
 

@@ -54,6 +54,7 @@ type Lesson struct {
 	KubectlBin string
 	Kubeconfig string
 	logs       []string         // every operator log file, dumped if the test fails
+	operators  []*Operator      // every operator started, for DumpRunning
 	C          client.WithWatch // the admin's client
 }
 
@@ -289,7 +290,7 @@ func (l *Lesson) Start(s Launch) *Operator {
 	if err != nil {
 		l.T.Fatal(err)
 	}
-	l.logs = append(l.logs, o.Log)
+	l.logs, l.operators = append(l.logs, o.Log), append(l.operators, o)
 	o.Cmd = exec.Command(s.Binary, append(flags, s.Args...)...)
 	o.Cmd.Env = append(append(os.Environ(), s.Env...), "KUBECONFIG="+s.Kubeconfig)
 	o.Cmd.Stdout, o.Cmd.Stderr = f, f
@@ -322,6 +323,39 @@ func FreeAddresses(t *testing.T, n int) []string {
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// DumpRunning is for a test that found an operator not doing its work: it
+// logs each running operator's queue and workers as its metrics show them,
+// then sends it SIGQUIT, whose dump of every goroutine ends its log (which
+// the test's failure prints). Whether a stuck operator waits in its queue, in
+// a reconcile or on the API server is then on record.
+func (l *Lesson) DumpRunning() {
+	l.T.Helper()
+	for _, o := range l.operators {
+		if o.Exited() {
+			continue
+		}
+		var lines []string
+		if resp, err := o.Get("/metrics"); err != nil {
+			lines = append(lines, err.Error())
+		} else {
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			for line := range strings.Lines(string(body)) {
+				if !strings.HasPrefix(line, "#") && (strings.HasPrefix(line, "workqueue_") || strings.HasPrefix(line, "controller_runtime_active_workers") ||
+					strings.HasPrefix(line, "controller_runtime_reconcile_total") || strings.HasPrefix(line, "promociones_routine")) {
+					lines = append(lines, strings.TrimSpace(line))
+				}
+			}
+		}
+		l.T.Logf("operator %s (pid %d), its queue and workers now:\n%s", filepath.Base(o.Log), o.Cmd.Process.Pid, strings.Join(lines, "\n"))
+		_ = o.Cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-o.Done:
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 func (o *Operator) Exited() bool {
