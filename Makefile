@@ -180,9 +180,9 @@ test: tools vet lint k8s-binaries ## Run every test: unit and integration agains
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
 	$(MAKE) e2e
 
-e2e: k8s-binaries ## The end-to-end suites, e2e/lesson, e2e/chaos (short) and e2e/bench (small), one at a time, each on a cluster of its own.
+e2e: k8s-binaries ## The end-to-end suites, each on a cluster of its own: e2e/lesson alone, then e2e/chaos (short) and e2e/bench (small) side by side.
 	@hack/debian-packages.sh node chromium
-	$(GO) test -count=1 -timeout 30m -p 1 -v ./e2e/...
+	GO='$(GO)' hack/e2e.sh
 
 leccion: k8s-binaries ## Write docs/leccion.md again: the lesson's Steps 1 to 9 as they run on the local cluster (make test checks it).
 	LECCION_WRITE=1 $(GO) test -count=1 -timeout 20m -v -run 'TestLeccion$$' ./e2e/lesson/

@@ -47,7 +47,7 @@ type Options struct {
 	// killed before its cleanup is taken down by the next, not left to break it.
 	Name string
 	// Port is its API server's; etcd takes the next two. Each suite has its
-	// own, so that suites may run side by side (make e2e runs them one at a time).
+	// own, so that suites may run side by side (make e2e runs chaos and bench so).
 	Port int
 	// RealNode asks for the real nodes beside kwok's nodes, unless CLUSTER_NODE=none.
 	RealNode bool
