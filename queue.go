@@ -50,19 +50,21 @@ func newRepairLane(q priorityqueue.PriorityQueue[reconcile.Request], routine int
 	return l
 }
 
-// AddWithOpts queues items. A repair ready now is counted once the queue holds
-// it, so that the worker it wakes finds it there.
+// AddWithOpts queues items. A repair ready now is counted before the queue
+// holds it: the queue may hand it out at once, to a worker already waiting
+// there, whose Get must find it counted, or the count would outlive it (and
+// keep a worker out for a repair that is not there). A worker that this
+// wakes waits in the queue the moment it takes to arrive.
 func (l *repairLane) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if o.Priority != nil && *o.Priority >= repairPriority && o.After == 0 && !o.RateLimited {
+		l.mu.Lock()
+		for _, it := range items {
+			l.repairs[it] = true
+		}
+		l.wake()
+		l.mu.Unlock()
+	}
 	l.PriorityQueue.AddWithOpts(o, items...)
-	if o.Priority == nil || *o.Priority < repairPriority || o.After > 0 || o.RateLimited {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, it := range items {
-		l.repairs[it] = true
-	}
-	l.wake()
 }
 
 // GetWithPriority waits for a lane, then for an item. A worker sets out for a
@@ -143,17 +145,23 @@ func (l *repairLane) Get() (reconcile.Request, bool) {
 	return item, shutdown
 }
 
+// Done counts the item back in before the queue hears of it. An item queued
+// again while it was out goes out again the moment the queue has its Done,
+// and another worker may record it out before this one reaches the lock: the
+// count taken back then would be that reconcile's, whose own Done later
+// finds nothing to take back, and a routine slot would be lost for good (with
+// the pace at one under load, every routine reconcile with it).
 func (l *repairLane) Done(item reconcile.Request) {
-	l.PriorityQueue.Done(item)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if priority, ok := l.out[item]; ok {
 		delete(l.out, item)
 		if priority < repairPriority {
 			l.routineOut--
 		}
 	}
-	l.wake() // a routine slot, or a repair that waited for this reconcile
+	l.wake() // a routine slot, or a repair that waited for this reconcile: its worker waits in the queue for the Done below
+	l.mu.Unlock()
+	l.PriorityQueue.Done(item)
 }
 
 func (l *repairLane) ShutDown() {
