@@ -180,7 +180,8 @@ test: tools vet lint k8s-binaries ## Run every test: unit and integration agains
 	@# cross-compile the operator for arm64, which nothing else builds (five minutes on a
 	@# fresh machine), on the cores that the suites, waiting on their clusters, leave idle.
 	@# Their podman runs in a mount namespace of its own, so no suite's check of the machine sees it.
-	hack/side-by-side.sh image 'nice -n 19 $(GO) -C hack/image test -count=1 -timeout 30m ./...' e2e '$(MAKE) --no-print-directory e2e'
+	@# Their time runs while the suites take the cores first: 45 minutes, as long as the suites may.
+	hack/side-by-side.sh image 'nice -n 19 $(GO) -C hack/image test -count=1 -timeout 45m ./...' e2e '$(MAKE) --no-print-directory e2e'
 
 e2e: k8s-binaries ## The end-to-end suites, each on a cluster of its own: e2e/lesson alone, then e2e/chaos (short) and e2e/bench (small) side by side.
 	@hack/debian-packages.sh node chromium
