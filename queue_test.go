@@ -18,35 +18,11 @@ import (
 // priority queue underneath, as in the operator.
 func TestRepairLane(t *testing.T) {
 	q := newRepairLane(priorityqueue.New[reconcile.Request]("test"), 2)
-	req := func(name string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: name}}
-	}
 	for i := range 5 {
-		q.Add(req(fmt.Sprintf("nueva-%d", i)))
+		q.Add(laneReq(fmt.Sprintf("nueva-%d", i)))
 	}
-	got := make(chan reconcile.Request, 10)
-	var workers sync.WaitGroup
-	for range 4 { // two routine workers and two for repairs, as --max-concurrent-repairs adds them
-		workers.Go(func() {
-			for {
-				item, _, shutdown := q.GetWithPriority()
-				if shutdown {
-					return
-				}
-				got <- item
-			}
-		})
-	}
-	take := func(want string) reconcile.Request {
-		t.Helper()
-		select {
-		case it := <-got:
-			return it
-		case <-time.After(10 * time.Second):
-			t.Fatalf("nothing handed out, want %s", want)
-		}
-		return reconcile.Request{}
-	}
+	got, workers := laneWorkers(q, 4) // two routine workers and two for repairs, as --max-concurrent-repairs adds them
+	take := func(want string) reconcile.Request { t.Helper(); return handedOut(t, got, want) }
 	next := func(want string) reconcile.Request {
 		t.Helper()
 		it := take(want)
@@ -73,7 +49,7 @@ func TestRepairLane(t *testing.T) {
 	}
 	nothing("two routine items were out")
 
-	q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, req("reparada"))
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, laneReq("reparada"))
 	q.Done(next("reparada"))
 	nothing("two routine items were out, and the repair done")
 
@@ -111,27 +87,15 @@ func TestRepairLane(t *testing.T) {
 func TestRepairLaneRequeuedWhileOut(t *testing.T) {
 	pq := &doneThen{PriorityQueue: priorityqueue.New[reconcile.Request]("test")}
 	q := newRepairLane(pq, 2)
-	req := func(name string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: name}}
-	}
 	got := make(chan reconcile.Request, 4)
 	worker := func() {
 		if it, _, shutdown := q.GetWithPriority(); !shutdown {
 			got <- it
 		}
 	}
-	take := func(what string) reconcile.Request {
-		t.Helper()
-		select {
-		case it := <-got:
-			return it
-		case <-time.After(5 * time.Second):
-			t.Fatalf("nothing handed out: %s", what)
-		}
-		return reconcile.Request{}
-	}
+	take := func(what string) reconcile.Request { t.Helper(); return handedOut(t, got, what) }
 
-	promo := req("promo")
+	promo := laneReq("promo")
 	q.Add(promo)
 	go worker()
 	first := take("the Promocion")
@@ -146,8 +110,8 @@ func TestRepairLaneRequeuedWhileOut(t *testing.T) {
 	}
 	q.Done(second)
 
-	q.Add(req("a"))
-	q.Add(req("b"))
+	q.Add(laneReq("a"))
+	q.Add(laneReq("b"))
 	go worker()
 	go worker()
 	take("two routine items, with both slots free")
@@ -161,34 +125,10 @@ func TestRepairLaneRequeuedWhileOut(t *testing.T) {
 func TestRepairLaneRepairOutAtOnce(t *testing.T) {
 	pq := &doneThen{PriorityQueue: priorityqueue.New[reconcile.Request]("test")}
 	q := newRepairLane(pq, 1)
-	req := func(name string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: name}}
-	}
-	got := make(chan reconcile.Request, 4)
-	var workers sync.WaitGroup
-	for range 3 { // one routine worker, two for repairs
-		workers.Go(func() {
-			for {
-				it, _, shutdown := q.GetWithPriority()
-				if shutdown {
-					return
-				}
-				got <- it
-			}
-		})
-	}
-	take := func(what string) reconcile.Request {
-		t.Helper()
-		select {
-		case it := <-got:
-			return it
-		case <-time.After(5 * time.Second):
-			t.Fatalf("nothing handed out: %s", what)
-		}
-		return reconcile.Request{}
-	}
+	got, workers := laneWorkers(q, 3) // one routine worker, two for repairs
+	take := func(what string) reconcile.Request { t.Helper(); return handedOut(t, got, what) }
 
-	repair := req("reparada")
+	repair := laneReq("reparada")
 	var out reconcile.Request
 	pq.added = func() { out = take("the repair, to the routine worker waiting in the queue") }
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: new(repairPriority)}, repair)
@@ -198,8 +138,8 @@ func TestRepairLaneRepairOutAtOnce(t *testing.T) {
 	}
 	q.Done(out)
 
-	q.Add(req("a"))
-	q.Add(req("b"))
+	q.Add(laneReq("a"))
+	q.Add(laneReq("b"))
 	routine := take("a routine item")
 	select {
 	case it := <-got:
@@ -210,6 +150,41 @@ func TestRepairLaneRepairOutAtOnce(t *testing.T) {
 	take("the other routine item")
 	q.ShutDown()
 	workers.Wait()
+}
+
+func laneReq(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tienda", Name: name}}
+}
+
+// laneWorkers starts n workers, each handing what it gets to the channel,
+// until the queue shuts down.
+func laneWorkers(q *repairLane, n int) (<-chan reconcile.Request, *sync.WaitGroup) {
+	got := make(chan reconcile.Request, 10)
+	var workers sync.WaitGroup
+	for range n {
+		workers.Go(func() {
+			for {
+				item, _, shutdown := q.GetWithPriority()
+				if shutdown {
+					return
+				}
+				got <- item
+			}
+		})
+	}
+	return got, &workers
+}
+
+// handedOut is the next item that a worker got, within 10 s.
+func handedOut(t *testing.T, got <-chan reconcile.Request, what string) reconcile.Request {
+	t.Helper()
+	select {
+	case it := <-got:
+		return it
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing handed out: %s", what)
+	}
+	return reconcile.Request{}
 }
 
 // doneThen is a queue that calls then right after each Done (the moment at
