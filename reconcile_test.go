@@ -367,6 +367,49 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 	}
 }
 
+// The operator's own status write queues no reconcile, while a new spec and
+// a deletion do: the predicate on the Promocion's watch reads the generation,
+// which the API server moves for those two and not for the status. Each step
+// is a real write, and the predicate sees the objects before and after it.
+func TestOnlyGenerationChangesQueueThePromocion(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	// A finalizer of the test's own holds the deleted Promocion, so that its
+	// deletion is an update to look at; the test removes it at the end.
+	if err := k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["tienda.example.com/test"]}}`))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	for _, step := range []struct {
+		what   string
+		write  func(p *Promocion) error
+		queues bool
+	}{
+		{"the status written", func(p *Promocion) error {
+			p.Status = computeStatus(p, nil, nil, metav1.Now())
+			return k8sClient.Status().Update(ctx, p)
+		}, false},
+		{"the banner changed", func(p *Promocion) error {
+			return k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"banner":"Rebajas de verano"}}`)))
+		}, true},
+		{"the Promocion deleted", func(p *Promocion) error { return k8sClient.Delete(ctx, p) }, true},
+	} {
+		before := getPromocion(t, p)
+		if err := step.write(before.DeepCopy()); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		after := getPromocion(t, p)
+		if after.ResourceVersion == before.ResourceVersion {
+			t.Fatalf("%s: the API server kept resourceVersion %s: no update to look at", step.what, after.ResourceVersion)
+		}
+		if got := promocionChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != step.queues {
+			t.Errorf("%s (generation %d to %d): queued %t, want %t", step.what, before.Generation, after.Generation, got, step.queues)
+		}
+	}
+}
+
 // 7. The API server rejects invalid Promociones with a message that says what
 // to change, and accepts the edge cases.
 func TestValidation(t *testing.T) {

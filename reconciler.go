@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -104,7 +106,7 @@ const reconcileTimeout = 10 * time.Second
 func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner()), mgr.GetCache()}
 	routine := max(mgr.GetControllerOptions().MaxConcurrentReconciles, 1)
-	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}).WithOptions(controller.Options{
+	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}, builder.WithPredicates(promocionChanged)).WithOptions(controller.Options{
 		MaxConcurrentReconciles: routine + r.RepairWorkers,
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			lane := newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
@@ -121,6 +123,15 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Named("promocion").Complete(r)
 }
+
+// promocionChanged passes a Promocion's update only when its generation moved:
+// a new spec, or the deletion that the API server bumps it for. The status is
+// the operator's own (no role in roles.yaml may write it), so an update of
+// the status alone is the operator's last write coming back, and would queue
+// a reconcile that finds nothing to do, one for every status write. The
+// reconcile reads no label or annotation of the Promocion. Creations and deletions always pass, and every change to
+// a child queues its Promocion through the child's watch.
+var promocionChanged = predicate.GenerationChangedPredicate{}
 
 // applyChildren makes every child what the Promocion asks for, and tells what
 // it changed in one Event. It tries them all even when one fails, and returns
