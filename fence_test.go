@@ -78,7 +78,7 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	acquire := func(t *testing.T, holdFor time.Duration) (*fencedLock, client.Client, kubernetes.Interface) {
 		fence := &leaderFence{holdFor: holdFor, grace: time.Second}
 		clientset := kubernetes.NewForConfigOrDie(fence.fence(cfg))
-		recorder, stop, err := startEvents(ctx, clientset, k8sClient.Scheme())
+		recorder, stop, err := startEvents(ctx, fence.fence(cfg), k8sClient.Scheme())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,11 +59,7 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 	if opts.LeaderElection {
 		fence = &leaderFence{holdFor: *opts.RenewDeadline, grace: (*opts.LeaseDuration - *opts.RenewDeadline) / 2}
 	}
-	clientset, err := kubernetes.NewForConfig(fence.fence(cfg))
-	if err != nil {
-		return fmt.Errorf("creating the events client: %w", err)
-	}
-	recorder, stopEvents, err := startEvents(ctx, clientset, opts.Scheme)
+	recorder, stopEvents, err := startEvents(ctx, fence.fence(cfg), opts.Scheme)
 	if err != nil {
 		return err
 	}
@@ -127,13 +123,36 @@ func run(ctx context.Context, cfg *rest.Config, opts ctrl.Options, webImage stri
 // startEvents starts an events broadcaster of the operator's own rather than
 // using the manager's, whose shutdown cancels the writes still in flight and
 // logs each as an error. These are never cancelled: at worst the process
-// exits under them.
-func startEvents(ctx context.Context, clientset kubernetes.Interface, scheme *runtime.Scheme) (events.EventRecorder, func(), error) {
+// exits under them. They reach the API server one at a time (oneAtATime).
+func startEvents(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (events.EventRecorder, func(), error) {
+	clientset, err := kubernetes.NewForConfig(oneAtATime(cfg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the events client: %w", err)
+	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
 	if err := broadcaster.StartRecordingToSinkWithContext(context.WithoutCancel(ctx)); err != nil {
 		return nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
 	}
 	return broadcaster.NewRecorder(scheme, operatorName), broadcaster.Shutdown, nil
+}
+
+// oneAtATime makes the writes made with cfg go one at a time, each after the
+// one before is answered. client-go's events broadcaster sends every Event
+// from a goroutine of its own, so while the API server is slow they pile up
+// in flight beside the paced reconciles, unpaced, and take a saturated API
+// server's CPU from people and other controllers (BENCHMARKS.md, contention).
+// Events can wait; client-go's older broadcaster sent them one at a time too.
+func oneAtATime(cfg *rest.Config) *rest.Config {
+	turn := make(chan struct{}, 1)
+	return onWrites(cfg, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		select {
+		case turn <- struct{}{}:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		defer func() { <-turn }()
+		return next.RoundTrip(r)
+	})
 }
 
 // memoryLimit is the Go runtime's memory limit for a container whose limit

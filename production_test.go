@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -97,6 +100,43 @@ func TestEvents(t *testing.T) {
 	reconcileAgain(t, p, 3)
 	if after := count(); after != before {
 		t.Errorf("reconciling an unchanged Promocion emitted events: %d before, %d after", before, after)
+	}
+}
+
+// Events reach the API server one at a time, and all of them: a burst does
+// not pile up writes in flight beside the reconciles. Each write here is held
+// a little on its way, so that, were they let through together, they would
+// overlap.
+func TestEventsGoOneAtATime(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 1)
+	var inFlight, most atomic.Int32
+	counted := onWrites(cfg, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(10 * time.Millisecond)
+		return next.RoundTrip(r)
+	})
+	recorder, stop, err := startEvents(ctx, counted, k8sClient.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	const n = 20
+	for i := range n {
+		// Each of its own action: the broadcaster folds Events alike but for their note into a series.
+		recorder.Eventf(p, nil, corev1.EventTypeNormal, "Prueba", fmt.Sprintf("Test%d", i), "event %d of a burst", i)
+	}
+	eventually(t, fmt.Sprintf("%d events", n), func() error {
+		if got := len(promocionEvents(t, p)["Prueba"]); got != n {
+			return fmt.Errorf("%d events", got)
+		}
+		return nil
+	})
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d event writes were in flight at once, want 1", m)
 	}
 }
 

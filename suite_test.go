@@ -20,7 +20,6 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -183,7 +182,7 @@ func testFlags(namespaces ...string) flags {
 // newReconciler is the operator's reconciler on client c, for tests that call
 // Reconcile themselves. Its events reach the API server.
 func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
-	recorder, stop, err := startEvents(ctx, kubernetes.NewForConfigOrDie(cfg), c.Scheme())
+	recorder, stop, err := startEvents(ctx, cfg, c.Scheme())
 	if err != nil {
 		t.Fatal(err)
 	}
