@@ -129,8 +129,9 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // the operator's own (no role in roles.yaml may write it), so an update of
 // the status alone is the operator's last write coming back, and would queue
 // a reconcile that finds nothing to do, one for every status write. The
-// reconcile reads no label or annotation of the Promocion. Creations and deletions always pass, and every change to
-// a child queues its Promocion through the child's watch.
+// reconcile reads no label or annotation of the Promocion. Creations and
+// deletions always pass, and every change to a child queues its Promocion
+// through the child's watch.
 var promocionChanged = predicate.GenerationChangedPredicate{}
 
 // applyChildren makes every child what the Promocion asks for, and tells what
