@@ -77,8 +77,9 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	}
 	acquire := func(t *testing.T, holdFor time.Duration) (*fencedLock, client.Client, kubernetes.Interface) {
 		fence := &leaderFence{holdFor: holdFor, grace: time.Second}
-		clientset := kubernetes.NewForConfigOrDie(fence.fence(cfg))
-		recorder, stop, err := startEvents(ctx, fence.fence(cfg), k8sClient.Scheme())
+		fenced := fence.fence(cfg)
+		clientset := kubernetes.NewForConfigOrDie(fenced)
+		recorder, stop, err := startEvents(ctx, fenced, k8sClient.Scheme())
 		if err != nil {
 			t.Fatal(err)
 		}
