@@ -7,15 +7,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The product: the operator's code (not its tests), its module, its image and its manifests.
 product=(':(glob)*.go' ':(exclude,glob)*_test.go' go.mod go.sum Dockerfile manifiestos)
+# A report that joins runs (BENCH_SECTIONS) names each run's commit as
+# "(seed N, commit X)": each is checked, the oldest part being what the
+# header's "ran on commit" alone would hide.
 for report in RELIABILITY.md BENCHMARKS.md; do
-	commit=$(sed -n 's/.*ran on commit \([0-9a-f]\{7,40\}\).*/\1/p' "$report" | head -n1)
-	if [ -z "$commit" ]; then
+	commits=$( (sed -n 's/.*ran on commit \([0-9a-f]\{7,40\}\).*/\1/p' "$report" | head -n1
+		{ grep -o 'seed [0-9]*, commit [0-9a-f]\{7,40\}' "$report" || true; } | sed 's/.*commit //') | awk '!seen[$0]++')
+	if [ -z "$commits" ]; then
 		echo "notice: $report does not say which commit it ran on (it predates that line): its figures may describe older code"
-	elif ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
-		echo "notice: $report ran on commit $commit, which this clone does not have"
-	elif changed=$(git diff --name-only "$commit" HEAD -- "${product[@]}") && [ -n "$changed" ]; then
-		echo "notice: $report ran on commit $commit; the product changed since, in:" $changed
-	else
-		echo "$report ran on commit $commit; the product has not changed since"
 	fi
+	ran="ran"
+	if [ "$(wc -w <<<"$commits")" -gt 1 ]; then
+		ran="ran in part"
+	fi
+	for commit in $commits; do
+		if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+			echo "notice: $report $ran on commit $commit, which this clone does not have"
+		elif changed=$(git diff --name-only "$commit" HEAD -- "${product[@]}") && [ -n "$changed" ]; then
+			echo "notice: $report $ran on commit $commit; the product changed since, in:" $changed
+		else
+			echo "$report $ran on commit $commit; the product has not changed since"
+		fi
+	done
 done
