@@ -11,8 +11,7 @@ product=(':(glob)*.go' ':(exclude,glob)*_test.go' go.mod go.sum Dockerfile manif
 # "(seed N, commit X)": each is checked, the oldest part being what the
 # header's "ran on commit" alone would hide.
 for report in RELIABILITY.md BENCHMARKS.md; do
-	commits=$( (sed -n 's/.*ran on commit \([0-9a-f]\{7,40\}\).*/\1/p' "$report" | head -n1
-		{ grep -o 'seed [0-9]*, commit [0-9a-f]\{7,40\}' "$report" || true; } | sed 's/.*commit //') | awk '!seen[$0]++')
+	commits=$({ grep -oE '(ran on commit|seed [0-9]+, commit) [0-9a-f]{7,40}' "$report" || true; } | awk '!seen[$NF]++ { print $NF }')
 	if [ -z "$commits" ]; then
 		echo "notice: $report does not say which commit it ran on (it predates that line): its figures may describe older code"
 	fi
