@@ -22,7 +22,7 @@ LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
 .PHONY: dev-on-host dev-in-cluster leccion
-.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test tools e2e bench bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test tools e2e bench bench-writes bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -175,7 +175,8 @@ test: tools vet lint k8s-binaries ## Run every test: unit and integration agains
 	$(GO) test -count=1 ./manifiestos/monitoring/
 	$(GO) -C hack/chart test -count=1 ./...
 	@hack/debian-packages.sh podman
-	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m .
+	@# With BenchmarkWriteCost ten writes of each kind, to keep it working (make bench-writes measures).
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -bench WriteCost -benchtime 10x .
 	@# The image's tests beside the end-to-end suites, at the lowest CPU priority: they
 	@# cross-compile the operator for arm64, which nothing else builds (five minutes on a
 	@# fresh machine), on the cores that the suites, waiting on their clusters, leave idle.
@@ -193,6 +194,9 @@ leccion: k8s-binaries ## Write docs/leccion.md again: the lesson's Steps 1 to 9 
 bench: k8s-binaries ## Benchmarks at full scale, beside the two lesson baselines and a plain client (about two hours): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
 	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 180m -v -run 'TestBench$$' ./e2e/bench/
+
+bench-writes: k8s-binaries ## What each of the operator's writes costs the API server and etcd in CPU, beside the lesson's (about five minutes, on envtest).
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -run '^$$' -bench WriteCost -benchtime 3s -count 5 .
 
 bench-report: ## Write BENCHMARKS.md's run and the plots in bench/ again from bench/bench-results.json (when only their code changed).
 	BENCH_RESULTS=$(CURDIR)/bench/bench-results.json BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 ./e2e/bench/

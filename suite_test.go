@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 }
 
 // needCluster starts kube-apiserver and etcd, once, for the tests that need them.
-func needCluster(t *testing.T) {
+func needCluster(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("an integration test: it needs kube-apiserver and etcd, so go test -short leaves it out")
@@ -119,7 +119,7 @@ var nsCounter atomic.Int32
 
 // newNamespace gives each test a namespace of its own, so tests cannot see
 // each other's objects.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	needCluster(t)
 	name := strings.Map(func(r rune) rune {
