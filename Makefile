@@ -195,7 +195,7 @@ bench: k8s-binaries ## Benchmarks at full scale, beside the two lesson baselines
 	mkdir -p bench
 	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 180m -v -run 'TestBench$$' ./e2e/bench/
 
-bench-writes: k8s-binaries ## What each of the operator's writes costs the API server and etcd in CPU, beside the lesson's (about five minutes, on envtest).
+bench-writes: k8s-binaries ## What each of the operator's writes costs the API server and etcd in CPU, beside the lesson's (about three minutes, on envtest).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -run '^$$' -bench WriteCost -benchtime 3s -count 5 .
 
 bench-report: ## Write BENCHMARKS.md's run and the plots in bench/ again from bench/bench-results.json (when only their code changed).
