@@ -47,70 +47,68 @@ func BenchmarkWriteCost(b *testing.B) {
 		return p
 	}
 	owner := promocion("rebajas-verano")
-	child := func(obj client.Object, i int) client.Object {
-		obj.SetName(fmt.Sprintf("%s-%d", obj.GetName(), i))
-		obj.SetNamespace(ns)
-		if err := controllerutil.SetControllerReference(owner, obj, k8sClient.Scheme()); err != nil {
-			b.Fatal(err)
+	// create makes the i-th copy of owner's child of kind k as Reconcile
+	// makes it, then changed by change, if any.
+	create := func(k childKind, change func(client.Object)) func(int) error {
+		return func(i int) error {
+			obj := k.New()
+			k.Mutate(obj, owner, DefaultWebImage)
+			if change != nil {
+				change(obj)
+			}
+			obj.SetName(fmt.Sprintf("%s-%d", k.Name(owner), i))
+			obj.SetNamespace(ns)
+			if err := controllerutil.SetControllerReference(owner, obj, k8sClient.Scheme()); err != nil {
+				return err
+			}
+			return k8sClient.Create(ctx, obj)
 		}
-		return obj
 	}
 	recorder, eventsDone := countedEvents(b)
 
-	cases := []writeCase{
-		{name: "status", variants: []variant{
-			{"ours", statusWrites(promocion("estado-ours"), func(p *Promocion, listo bool) PromocionStatus {
-				return computeStatus(p, deploymentAt(p, listo), nil, metav1.Now())
-			})},
-			// The lesson's status, as the lesson and its careful reader write it.
-			{"lesson", statusWrites(promocion("estado-lesson"), func(p *Promocion, listo bool) PromocionStatus {
-				if listo {
-					return PromocionStatus{ReadyReplicas: 1, Fase: FaseListo}
-				}
-				return PromocionStatus{Fase: FaseDesplegando}
-			})},
-		}},
-		{name: "deployment", variants: []variant{
-			{"ours", func(i int) error {
-				d := &appsv1.Deployment{}
-				mutateDeployment(d, owner, DefaultWebImage)
-				return k8sClient.Create(ctx, child(named(d, owner.Name), i))
-			}},
-			{"unhardened", func(i int) error {
-				d := &appsv1.Deployment{}
-				mutateDeployment(d, owner, DefaultWebImage)
-				unharden(d)
-				return k8sClient.Create(ctx, child(named(d, owner.Name), i))
-			}},
-		}},
-		{name: "configmap", variants: []variant{{"ours", func(i int) error {
-			cm := &corev1.ConfigMap{}
-			mutateConfigMap(cm, owner)
-			return k8sClient.Create(ctx, child(named(cm, ConfigMapName(owner)), i))
-		}}}},
-		{name: "service", variants: []variant{{"ours", func(i int) error {
-			s := &corev1.Service{}
-			mutateService(s, owner)
-			return k8sClient.Create(ctx, child(named(s, owner.Name), i))
-		}}}, every: serviceIPs, reset: func() error {
-			// envtest's Service range holds 254 addresses. The API server frees
-			// them as it deletes the Services; the pause lets that work end
-			// before the next Services are counted.
-			err := k8sClient.DeleteAllOf(ctx, &corev1.Service{}, client.InNamespace(ns))
-			time.Sleep(2 * time.Second)
-			return err
-		}},
-		{name: "event", variants: []variant{{"ours", func(i int) error {
-			// As applyChildren records it, through the operator's broadcaster,
-			// each about a Promocion of its own: the broadcaster folds the
-			// Events about one object into a series, written once.
-			p := owner.DeepCopy()
-			p.Name, p.UID = fmt.Sprintf("%s-%d", owner.Name, i), types.UID(fmt.Sprintf("%s-%d", owner.UID, i))
-			note := fmt.Sprintf("Created ConfigMap %[1]s-html, Deployment %[1]s and Service %[1]s", p.Name)
-			recorder.Eventf(p, nil, corev1.EventTypeNormal, "Created", "Apply", "%s", note)
-			return eventsDone()
-		}}}},
+	cases := []writeCase{{name: "status", variants: []variant{
+		{"ours", statusWrites(promocion("estado-ours"), func(p *Promocion, listo bool) PromocionStatus {
+			return computeStatus(p, deploymentAt(p, listo), nil, metav1.Now())
+		})},
+		// The lesson's status, as the lesson and its careful reader write it.
+		{"lesson", statusWrites(promocion("estado-lesson"), func(p *Promocion, listo bool) PromocionStatus {
+			if listo {
+				return PromocionStatus{ReadyReplicas: 1, Fase: FaseListo}
+			}
+			return PromocionStatus{Fase: FaseDesplegando}
+		})},
+	}}}
+	for _, k := range childKinds {
+		c := writeCase{name: strings.ToLower(k.Kind), variants: []variant{{"ours", create(k, nil)}}}
+		switch k.Kind {
+		case "Deployment":
+			c.variants = append(c.variants, variant{"unhardened", create(k, func(d client.Object) { unharden(d.(*appsv1.Deployment)) })})
+		case "Service":
+			c.every, c.reset = serviceIPs, func() error {
+				// envtest's Service range holds 254 addresses. The API server frees
+				// them as it deletes the Services; the pause lets that work end
+				// before the next Services are counted.
+				err := k8sClient.DeleteAllOf(ctx, &corev1.Service{}, client.InNamespace(ns))
+				time.Sleep(2 * time.Second)
+				return err
+			}
+		}
+		cases = append(cases, c)
 	}
+	cases = append(cases, writeCase{name: "event", variants: []variant{{"ours", func(i int) error {
+		// As applyChildren records a new Promocion's, through the operator's
+		// broadcaster, each about a Promocion of its own: the broadcaster folds
+		// the Events about one object into a series, written once.
+		p := owner.DeepCopy()
+		p.Name, p.UID = fmt.Sprintf("%s-%d", owner.Name, i), types.UID(fmt.Sprintf("%s-%d", owner.UID, i))
+		var made []childChange
+		for _, k := range childKinds {
+			made = append(made, childChange{Created: true, Kind: k.Kind, Name: k.Name(p)})
+		}
+		reason, note := describeChanges(made)
+		recorder.Eventf(p, nil, corev1.EventTypeNormal, reason, "Apply", "%s", note)
+		return eventsDone()
+	}}}})
 	seq := 0 // b.Run calls each case with b.N growing: every write makes an object of its own
 	for _, k := range cases {
 		sinceReset := 0 // writes since k's last reset, over all of b.Run's calls
@@ -170,11 +168,6 @@ type writeCase struct {
 type variant struct {
 	name  string
 	write func(i int) error
-}
-
-func named[T client.Object](obj T, name string) T {
-	obj.SetName(name)
-	return obj
 }
 
 // statusWrites writes p's status as status says, at Listo every other time,
