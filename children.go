@@ -235,12 +235,22 @@ func claim(obj metav1.Object, kind string, p *Promocion) error {
 	return &ChildExistsError{Kind: kind, Name: obj.GetName()}
 }
 
-// takesBack tells whether writing obj for p takes it back: it exists, and p
-// does not control it yet (an orphan of the operator's, or a child of an
-// earlier Promocion of p's name), which claim allowed.
-func takesBack(obj metav1.Object, p *Promocion) bool {
+// needsLiveOwner tells whether writing obj for p must wait for p to be read
+// past the cache (stillLive): the write would be wrong for a Promocion that is
+// gone or going, and the cache can be behind its deletion. That is so when obj
+// exists and p does not control it yet (an orphan of the operator's, or a
+// child of an earlier Promocion of p's name, which claim allowed): taking it
+// back would hand it to the garbage collector with p. And when obj is missing
+// although p had its children made (its status observed a generation): the
+// garbage collector deletes them after p, and their watches may bring that to
+// the operator before p's own, so a child made anew then would be made for
+// nobody. New Promociones and unchanged children need no read.
+func needsLiveOwner(obj metav1.Object, p *Promocion) bool {
+	if obj.GetUID() == "" {
+		return p.Status.ObservedGeneration > 0
+	}
 	ref := metav1.GetControllerOf(obj)
-	return obj.GetUID() != "" && (ref == nil || ref.UID != p.UID)
+	return ref == nil || ref.UID != p.UID
 }
 
 // samePromocion tells whether ref names a Promocion of p's name, whatever its UID.

@@ -414,6 +414,41 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+// A write waits for the Promocion to be read past the cache only where the
+// cache being behind its deletion would make it wrong: taking back what it does
+// not control yet, and making anew a child it had. New Promociones and their
+// own children cost no read.
+func TestNeedsLiveOwner(t *testing.T) {
+	p := promocion("pagos", "hola", nil)
+	p.UID = "uid-actual"
+	reconciled := p.DeepCopy()
+	reconciled.Status.ObservedGeneration = 1
+	controlledBy := func(uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "tienda.example.com/v1", Kind: "Promocion", Name: "pagos", UID: uid, Controller: new(true)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		promo  *Promocion
+		uid    types.UID // "" for an object not in the cluster
+		owners []metav1.OwnerReference
+		want   bool
+	}{
+		{"a new Promocion's first child", p, "", nil, false},
+		{"a child missing since the Promocion was reconciled", reconciled, "", nil, true},
+		{"its own child", reconciled, "u", controlledBy(p.UID), false},
+		{"its own child, before its first status", p, "u", controlledBy(p.UID), false},
+		{"an orphan of the operator's", p, "u", nil, true},
+		{"a child of an earlier Promocion of the name", reconciled, "u", controlledBy("uid-anterior"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pagos", UID: tc.uid, OwnerReferences: tc.owners}}
+			if got := needsLiveOwner(svc, tc.promo); got != tc.want {
+				t.Errorf("needsLiveOwner = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // Every kind in childKinds is wired wherever a kind must be: the cache keeps
 // only the operator's objects of it, and manifiestos/rbac.yaml lets the
 // operator read and write it. (Its watch is checked against a real API

@@ -144,6 +144,9 @@ func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocio
 	var errs []error
 	for _, k := range childKinds {
 		child, change, err := r.applyChild(ctx, promo, k)
+		if isPromocionGoing(err) {
+			return nil, err // the cache was behind; the others would find the same
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -181,7 +184,7 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 			if err := claim(child, k.Kind, promo); err != nil {
 				return err
 			}
-			if takesBack(child, promo) {
+			if needsLiveOwner(child, promo) {
 				if err := r.stillLive(ctx, promo); err != nil {
 					return err
 				}
@@ -221,10 +224,9 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 }
 
 // stillLive reads the Promocion from the API server, past the cache, before
-// an orphan is taken back: kubectl delete --cascade=orphan makes orphans of a
-// Promocion whose deletion the cache may not show yet, and taking them back
-// then would hand them to the garbage collector with it. Taking back is rare
-// (after such a delete, or a delete and recreate), so this read is too.
+// a write that would be wrong for a Promocion that is gone or going
+// (needsLiveOwner, in children.go). Such writes are repairs and take-backs, so
+// the read costs nothing for new Promociones or in the steady state.
 func (r *PromocionReconciler) stillLive(ctx context.Context, promo *Promocion) error {
 	var live Promocion
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(promo), &live)
@@ -232,12 +234,12 @@ func (r *PromocionReconciler) stillLive(ctx context.Context, promo *Promocion) e
 	case apierrors.IsNotFound(err), err == nil && (live.UID != promo.UID || !live.DeletionTimestamp.IsZero()):
 		return errPromocionGoing
 	case err != nil:
-		return fmt.Errorf("reading the Promocion before taking back its orphans: %w", err)
+		return fmt.Errorf("reading the Promocion past the cache: %w", err)
 	}
 	return nil
 }
 
-var errPromocionGoing = errors.New("the Promocion is being deleted: its orphans stay orphans")
+var errPromocionGoing = errors.New("the Promocion is gone or being deleted: nothing is made or taken back for it")
 
 func isPromocionGoing(err error) bool { return errors.Is(err, errPromocionGoing) }
 
@@ -281,7 +283,8 @@ type repairFirst struct {
 	handler.EventHandler
 	// The cache. It has nearly always seen the Promocion go before the
 	// children that the garbage collector deletes after it; when it has not,
-	// the Promocion is queued as before, and Reconcile finds it gone or going.
+	// the Promocion is queued as before, and Reconcile, about to make a child
+	// anew, reads it past the cache and finds it gone or going (stillLive).
 	promociones client.Reader
 }
 
