@@ -168,8 +168,17 @@ func (r *reportWriter) header() {
 		ranOn = "commit " + r.res.Commit
 	}
 	r.f("Run of %s (scale %s, seed %d): %s; it ran on %s, and took %s.\n\n", r.res.Started.Format("2006-01-02 15:04 MST"), r.res.Scale, r.res.Seed, r.res.Machine, ranOn, r.res.Took)
+	sameMachine := true
+	for _, p := range r.res.Parts {
+		sameMachine = sameMachine && strings.Contains(p, r.res.Machine)
+	}
 	if len(r.res.Parts) > 1 {
-		r.f("This report joins the sections of %d runs of the same harness on the same machine (`BENCH_SECTIONS`), each section measured whole in one run: %s.\n\n", len(r.res.Parts), strings.Join(r.res.Parts, "; "))
+		r.f("This report joins the sections of %d runs of the same harness (`BENCH_SECTIONS`), each section measured whole in one run, its candidates side by side: %s.", len(r.res.Parts), strings.Join(r.res.Parts, "; "))
+		if sameMachine {
+			r.f(" They ran on the same machine.\n\n")
+		} else {
+			r.f(" They did not all run on the same machine: compare the candidates within a section, not one section's figures with another's.\n\n")
+		}
 	}
 	var took []string
 	total := 0.0
@@ -178,12 +187,19 @@ func (r *reportWriter) header() {
 		total += x.Minutes
 	}
 	if len(took) > 0 {
-		r.f("Sections: %s; together %.0f min, which with the set-up (the cluster, the ServiceAccounts, the template) is what one `make bench` takes.\n\n", strings.Join(took, ", "), total)
+		where := ""
+		if !sameMachine {
+			where = " (on more than one machine)"
+		}
+		r.f("Sections: %s; together %.0f min%s, which with the set-up (the cluster, the ServiceAccounts, the template) is what one `make bench` takes.\n\n", strings.Join(took, ", "), total, where)
 	}
 	if len(r.res.Sections) == len(sections) {
 		figure := fmt.Sprintf("%.0f min", total)
 		if len(r.res.Parts) > 1 {
 			figure += fmt.Sprintf(", summed over the %d runs that measured them (one uninterrupted run not shown)", len(r.res.Parts))
+			if !sameMachine {
+				figure += ", on more than one machine"
+			}
 		}
 		r.addGoal("One `make bench` under 90 minutes (its sections together)", total < 90, figure)
 	}

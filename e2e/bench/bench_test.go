@@ -107,9 +107,9 @@ func TestBench(t *testing.T) {
 // since it restores the cluster with etcd syncing to disk.
 var sections = []string{"recovery", "headline", "contention", "scale", "memory", "steady", "failover", "fsync"}
 
-// part names this run, its commit and the sections it measured.
+// part names this run, its commit, its machine and the sections it measured.
 func (b *bench) part(sections string) string {
-	return fmt.Sprintf("%s (seed %d, commit %s): %s", b.started.UTC().Format("2006-01-02 15:04 MST"), b.res.Seed, b.res.Commit, sections)
+	return fmt.Sprintf("%s (seed %d, commit %s, %s): %s", b.started.UTC().Format("2006-01-02 15:04 MST"), b.res.Seed, b.res.Commit, b.res.Machine, sections)
 }
 
 // joinEarlier takes an earlier run's results from dir, to which this run
