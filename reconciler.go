@@ -135,8 +135,9 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 var promocionChanged = predicate.GenerationChangedPredicate{}
 
 // applyChildren makes every child what the Promocion asks for, and tells what
-// it changed in one Event. It tries them all even when one fails, and returns
-// the Deployment only if it is the Promocion's own.
+// it changed in one Event. It tries them all even when one fails, unless the
+// Promocion turns out to be gone or going, and returns the Deployment only if
+// it is the Promocion's own.
 func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocion) (*appsv1.Deployment, error) {
 	var changes []childChange
 	var related runtime.Object
