@@ -781,14 +781,7 @@ func TestNoTakeBackForAPromocionBeingDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held := getPromocion(t, p)
-	held.Finalizers = append(held.Finalizers, "test.tienda.example.com/sujeta")
-	if err := k8sClient.Update(ctx, held); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = k8sClient.Patch(ctx, held, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-	})
+	held := holdDeletion(t, getPromocion(t, p))
 	if err := k8sClient.Delete(ctx, held); err != nil {
 		t.Fatal(err)
 	}
@@ -836,13 +829,7 @@ func TestNoChildMadeForADeletedPromocion(t *testing.T) {
 			}
 			stale := getPromocion(t, p)
 			if tc.hold {
-				stale.Finalizers = append(stale.Finalizers, "test.tienda.example.com/sujeta")
-				if err := k8sClient.Update(ctx, stale); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					_ = k8sClient.Patch(ctx, stale.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-				})
+				stale = holdDeletion(t, stale)
 			}
 			if err := k8sClient.Delete(ctx, p); err != nil {
 				t.Fatal(err)
@@ -881,6 +868,21 @@ func TestNoChildMadeForADeletedPromocion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdDeletion puts a finalizer of the test's on p, so that a delete leaves
+// it going, not gone, until the test ends; it returns p as written.
+func holdDeletion(t *testing.T, p *Promocion) *Promocion {
+	t.Helper()
+	held := p.DeepCopy()
+	held.Finalizers = append(held.Finalizers, "test.tienda.example.com/sujeta")
+	if err := k8sClient.Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8sClient.Patch(ctx, held.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	return held
 }
 
 // promocionIfThere reads p from the API server: nil if it is gone.
