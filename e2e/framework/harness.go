@@ -534,7 +534,7 @@ type Request struct {
 }
 
 func (r Request) String() string {
-	return fmt.Sprintf("%s %s %s -> %d", r.At.Format(time.StampMicro), r.Verb, r.URI, r.Code)
+	return fmt.Sprintf("%s %s %s -> %d in %s", r.At.Format(time.StampMicro), r.Verb, r.URI, r.Code, Ms(r.Done.Sub(r.At)))
 }
 
 // Audit returns the writes logged after t that keep says to.
