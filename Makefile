@@ -191,7 +191,7 @@ e2e: k8s-binaries ## The end-to-end suites, each on a cluster of its own: e2e/le
 leccion: k8s-binaries ## Write docs/leccion.md again: the lesson's Steps 1 to 9 as they run on the local cluster (make test checks it).
 	LECCION_WRITE=1 $(GO) test -count=1 -timeout 20m -v -run 'TestLeccion$$' ./e2e/lesson/
 
-bench: k8s-binaries ## Benchmarks at full scale, beside the two lesson baselines and a plain client (about two hours): writes BENCHMARKS.md's run and bench/ (data, plots).
+bench: k8s-binaries ## Benchmarks at full scale, beside the two lesson baselines and a plain client (one and a half to two and a half hours): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
 	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 180m -v -run 'TestBench$$' ./e2e/bench/
 
