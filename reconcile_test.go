@@ -368,11 +368,13 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 	}
 }
 
-// The operator's own status write queues no reconcile, while a new spec and
-// a deletion do: the predicate on the Promocion's watch reads the generation,
-// which the API server moves for those two and not for the status. Each step
+// The operator's own status write queues no reconcile, nor does a label,
+// while a new spec, a deletion, and a status that someone else wrote (a leader
+// before this one) do: the predicate on the Promocion's watch reads the
+// generation, which the API server moves for the first two, and tells the
+// operator's status writes from others' by their resourceVersion. Each step
 // is a real write, and the predicate sees the objects before and after it.
-func TestOnlyGenerationChangesQueueThePromocion(t *testing.T) {
+func TestWhatQueuesThePromocion(t *testing.T) {
 	ns := newNamespace(t)
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
 	// A finalizer of the test's own holds the deleted Promocion, so that its
@@ -383,14 +385,22 @@ func TestOnlyGenerationChangesQueueThePromocion(t *testing.T) {
 	t.Cleanup(func() {
 		_ = k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	})
+	r := newReconciler(t, k8sClient)
+	changed := r.own.promocionChanged()
 	for _, step := range []struct {
 		what   string
 		write  func(p *Promocion) error
 		queues bool
 	}{
-		{"the status written", func(p *Promocion) error {
-			p.Status = computeStatus(p, nil, nil, metav1.Now())
+		{"the operator's status write", func(p *Promocion) error {
+			return r.updateStatus(ctx, p, computeStatus(p, nil, nil, metav1.Now()))
+		}, false},
+		{"a status that another wrote", func(p *Promocion) error {
+			p.Status.Fase = FaseListo
 			return k8sClient.Status().Update(ctx, p)
+		}, true},
+		{"a label", func(p *Promocion) error {
+			return k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"equipo":"marketing"}}}`)))
 		}, false},
 		{"the banner changed", func(p *Promocion) error {
 			return k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"banner":"Rebajas de verano"}}`)))
@@ -405,9 +415,68 @@ func TestOnlyGenerationChangesQueueThePromocion(t *testing.T) {
 		if after.ResourceVersion == before.ResourceVersion {
 			t.Fatalf("%s: the API server kept resourceVersion %s: no update to look at", step.what, after.ResourceVersion)
 		}
-		if got := promocionChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != step.queues {
+		if got := changed.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != step.queues {
 			t.Errorf("%s (generation %d to %d): queued %t, want %t", step.what, before.Generation, after.Generation, got, step.queues)
 		}
+	}
+	if n := len(r.own.pending); n != 0 {
+		t.Errorf("%d status writes still remembered after the watch brought them back: %v", n, r.own.pending)
+	}
+}
+
+// A status written while the cache is a moment behind must not be lost. The
+// operator wrote Desplegando while a scaled Deployment came back; the
+// Deployment then caught up, and the next reconcile computes Listo, equal to
+// the status of the older copy that its cache still holds. Skipping the
+// write then would leave Desplegando for good, since the operator's own
+// write, when the watch brings it, queues nothing. Read-your-writes prevents
+// that with one --namespace, but not with several, nor for a new leader. The
+// test hands the reconciler the copy that such a cache holds (cachedCopy), and
+// then reconciles again if asked to, as the queue does, from a cache that has
+// caught up.
+func TestStatusNotLostBehindTheCache(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	r := newReconciler(t, k8sClient)
+	reconcileWith := func(c client.Client) ctrl.Result {
+		t.Helper()
+		r.Client = c
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		return res
+	}
+	fase := func() string { return getPromocion(t, p).Status.Fase }
+
+	reconcileWith(k8sClient)
+	c := waitForChildren(t, p)
+	setDeploymentStatus(t, c.dep, 1)
+	reconcileWith(k8sClient)
+	if f := fase(); f != FaseListo {
+		t.Fatalf("fase %q after the Deployment caught up, want Listo", f)
+	}
+	stale := getPromocion(t, p) // what the cache holds until it sees the next write
+
+	// Someone scales the Deployment, and the Deployment controller follows;
+	// the operator scales it back, and writes Desplegando.
+	if err := k8sClient.Patch(ctx, c.dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":7}}`))); err != nil {
+		t.Fatal(err)
+	}
+	setDeploymentStatus(t, c.dep, 1)
+	reconcileWith(k8sClient)
+	if f := fase(); f != FaseDesplegando {
+		t.Fatalf("fase %q after a scale to 7, want Desplegando", f)
+	}
+
+	setDeploymentStatus(t, c.dep, 1) // back at one replica, and ready
+	res := reconcileWith(cachedCopy{k8sClient, stale})
+	if res.IsZero() {
+		t.Fatalf("a reconcile from a cache behind the operator's own status write asked for nothing more; fase %q", fase())
+	}
+	reconcileWith(k8sClient)
+	if f := fase(); f != FaseListo {
+		t.Errorf("fase %q once the cache caught up, want Listo", f)
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -42,6 +41,8 @@ type PromocionReconciler struct {
 	RepairWorkers int
 	// Pace, if set, sets how many routine reconciles run at once (queue.go).
 	Pace *pace
+
+	own ownStatusWrites // status_writes.go
 }
 
 // Reconcile is called with the name of a Promocion that needs attention, and
@@ -86,8 +87,9 @@ func (r *PromocionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		err = errors.Join(err, r.updateStatus(ctx, &promo, status))
 	}
 	if onlyConflicts(err) {
-		// The cache was behind the API server. The watch event bringing the newer
-		// version queues this Promocion again: routine, so not logged as an error.
+		// The cache was behind the API server (or behind the operator's own
+		// status write: status_writes.go). A second from now it has caught
+		// up: routine, so not logged as an error.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, err
@@ -106,7 +108,7 @@ const reconcileTimeout = 10 * time.Second
 func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owns := repairFirst{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Promocion{}, handler.OnlyControllerOwner()), mgr.GetCache()}
 	routine := max(mgr.GetControllerOptions().MaxConcurrentReconciles, 1)
-	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}, builder.WithPredicates(promocionChanged)).WithOptions(controller.Options{
+	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}, builder.WithPredicates(r.own.promocionChanged())).WithOptions(controller.Options{
 		MaxConcurrentReconciles: routine + r.RepairWorkers,
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			lane := newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
@@ -123,16 +125,6 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Named("promocion").Complete(r)
 }
-
-// promocionChanged passes a Promocion's update only when its generation moved:
-// a new spec, or the deletion that the API server bumps it for. The status is
-// the operator's own (no role in roles.yaml may write it), so an update of
-// the status alone is the operator's last write coming back, and would queue
-// a reconcile that finds nothing to do, one for every status write. The
-// reconcile reads no label or annotation of the Promocion. Creations and
-// deletions always pass, and every change to a child queues its Promocion
-// through the child's watch.
-var promocionChanged = predicate.GenerationChangedPredicate{}
 
 // applyChildren makes every child what the Promocion asks for, and tells what
 // it changed in one Event. It tries them all even when one fails, unless the
@@ -257,6 +249,9 @@ func (d directReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // updateStatus writes the status subresource, and only when it changed.
 func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion, status PromocionStatus) error {
 	if equality.Semantic.DeepEqual(promo.Status, status) {
+		if r.own.behind(promo) {
+			return cacheBehind(promo) // the API server holds a later status of the operator's, maybe another
+		}
 		return nil
 	}
 	before := promo.Status // computeStatus built status on a copy: this one is untouched
@@ -264,6 +259,7 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 	if err := r.Status().Update(ctx, promo); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.own.wrote(promo)
 	observeListo(before, status, time.Now())
 	return nil
 }
