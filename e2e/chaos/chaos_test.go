@@ -438,7 +438,8 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 		if r.wrong == 0 {
 			r.wrong = len(problems)
 		}
-		return append(failures, fmt.Sprintf("%s is not right after %s:\n%s", ns, time.Since(since).Round(time.Second), strings.Join(framework.First(append(problems, leftovers...), 20), "\n")))
+		return append(failures, fmt.Sprintf("%s is not right after %s:\n%s\nthe writes to its Promociones and Deployments from 5 s before the last fault (audit log, the last %d):\n%s",
+			ns, time.Since(since).Round(time.Second), strings.Join(framework.First(append(problems, leftovers...), 20), "\n"), trailLines, strings.Join(l.trail(ns, since), "\n")))
 	}
 	if ws := l.quiet(ns); len(ws) > 0 {
 		r.wrong++
@@ -446,6 +447,24 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 	}
 	return failures
 }
+
+// trail is the writes to ns's Promociones and Deployments from 5 s before
+// since, each with who made it and the answer: what a world that stays wrong
+// needs read first. A write of the Deployment controller's with none of the
+// operator's after it, say, is a watch event that the operator did not act on.
+func (l *lesson) trail(ns string, since time.Time) []string {
+	l.AuditFlushed()
+	ws := l.Audit(since.Add(-5*time.Second), func(w framework.Request) bool {
+		return strings.Contains(w.URI, "/namespaces/"+ns+"/promociones/") || strings.Contains(w.URI, "/namespaces/"+ns+"/deployments/")
+	})
+	lines := make([]string, 0, trailLines)
+	for _, w := range ws[max(0, len(ws)-trailLines):] {
+		lines = append(lines, fmt.Sprintf("%s by %s", w, w.User))
+	}
+	return lines
+}
+
+const trailLines = 80
 
 // leftoverGrace is how long the garbage collector has to remove the
 // ReplicaSets of a deleted Deployment, before and again after a restart.
