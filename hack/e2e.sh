@@ -18,11 +18,23 @@ go=${GO:-go}
 
 suite() { echo "$go test -count=1 -timeout 30m -v ./e2e/$1/"; }
 
-failed=()
-bash -c "$(suite lesson)" || failed+=(lesson)
-hack/side-by-side.sh chaos "$(suite chaos)" bench "$(suite bench)" || failed+=(chaos/bench)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed=() why=()
+bash -c "$(suite lesson)" 2>&1 | tee "$logs/lesson"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(lesson) why+=("$logs/lesson")
+hack/side-by-side.sh chaos "$(suite chaos)" bench "$(suite bench)" 2>&1 | tee "$logs/chaos-bench"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(chaos/bench) why+=("$logs/chaos-bench")
 
 if [ ${#failed[@]} -gt 0 ]; then
+	# Whoever reads only the end of the output (CI) learns why here: a suite
+	# that could not start says so on a line of its own (e2e: or panic:),
+	# and the tests that failed are named.
+	echo "e2e: why, from the output of each suite that failed:" >&2
+	{
+		grep -h -E -A8 '^(\[[a-z]+\] )?(e2e|panic): ' "${why[@]}"
+		grep -h -e '--- FAIL' "${why[@]}"
+	} | head -40 >&2
 	echo "e2e: failed: ${failed[*]}" >&2
 	exit 1
 fi
