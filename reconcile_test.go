@@ -424,6 +424,32 @@ func TestWhatQueuesThePromocion(t *testing.T) {
 	}
 }
 
+// A status that the operator did not write (the last write of a leader
+// before it, or a hand edit by someone allowed to) is put right: only the
+// operator's own status writes are dropped from the Promocion's watch.
+func TestStatusFromAnotherHandIsPutRight(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	c := waitForChildren(t, p)
+	setDeploymentStatus(t, c.dep, 1)
+	fase := func(want string) func() error {
+		return func() error {
+			if f := getPromocion(t, p).Status.Fase; f != want {
+				return fmt.Errorf("fase %q, want %q", f, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, "Listo", fase(FaseListo))
+	other := getPromocion(t, p)
+	other.Status.Fase = FaseDesplegando
+	if err := k8sClient.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Listo again, the other hand's status put right", fase(FaseListo))
+}
+
 // A status written while the cache is a moment behind must not be lost. The
 // operator wrote Desplegando while a scaled Deployment came back; the
 // Deployment then caught up, and the next reconcile computes Listo, equal to
