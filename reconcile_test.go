@@ -1145,3 +1145,44 @@ func TestConflictRequeuesQuietly(t *testing.T) {
 		t.Errorf("the next reconcile did not write the status: %+v", got.Status)
 	}
 }
+
+// A Promocion blocked by an object of its Service's name that is not its own
+// fails again on every event of its other children. Once the blocker is
+// deleted, as the condition asks, no event comes (the cache holds only the
+// operator's labelled children): the Promocion must be retried within
+// maxRetryDelay, however often it failed before. controller-runtime's default
+// wait, after the thirty failures here, is the 1000 s cap.
+func TestBlockedPromocionIsRetriedSoon(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns)
+	blocker := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := k8sClient.Create(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	dep := &appsv1.Deployment{}
+	eventually(t, "the Deployment exists", func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(p), dep)
+	})
+	for i := range 30 { // each queues a reconcile, which fails on the blocker
+		setDeploymentStatus(t, dep, int32(i%2))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := k8sClient.Delete(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	for {
+		var svc corev1.Service
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &svc)
+		if err == nil && metav1.IsControlledBy(&svc, getPromocion(t, p)) {
+			t.Logf("the Service made %s after the blocker's deletion", time.Since(deleted).Round(time.Millisecond))
+			return
+		}
+		if time.Since(deleted) > maxRetryDelay+10*time.Second {
+			t.Fatalf("no Service of the Promocion's %s after the blocker's deletion: %v", time.Since(deleted).Round(time.Second), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

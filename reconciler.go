@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -110,6 +111,7 @@ func (r *PromocionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	routine := max(mgr.GetControllerOptions().MaxConcurrentReconciles, 1)
 	b := ctrl.NewControllerManagedBy(mgr).For(&Promocion{}, builder.WithPredicates(r.own.promocionChanged())).WithOptions(controller.Options{
 		MaxConcurrentReconciles: routine + r.RepairWorkers,
+		RateLimiter:             retries(),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			lane := newRepairLane(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 				o.RateLimiter, o.Log = rl, mgr.GetLogger().WithValues("controller", name)
@@ -262,6 +264,25 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 	r.own.wrote(promo)
 	observeListo(before, status, time.Now())
 	return nil
+}
+
+// maxRetryDelay is the longest a failed reconcile waits to run again.
+// controller-runtime's default waits up to 1000 s: a Promocion blocked by an
+// object of a child's name that is not its own (claim) fails again on every
+// event of its other children, and the few seconds of a Deployment's pods
+// coming up double the wait past ten minutes. The blocker's deletion, which
+// the condition asks for, brings no event (the cache holds only the
+// operator's labelled children), so the Promocion would wait that long.
+const maxRetryDelay = 30 * time.Second
+
+// retries is controller-runtime's default rate limiter with maxRetryDelay:
+// each failure in a row doubles the wait from 5 ms, and at most ten retries
+// a second (a burst of 100) run across all Promociones.
+func retries() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // repairPriority is a repair's place in controller-runtime's priority queue:
