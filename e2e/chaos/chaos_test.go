@@ -438,7 +438,7 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 		if r.wrong == 0 {
 			r.wrong = len(problems)
 		}
-		return append(failures, fmt.Sprintf("%s is not right after %s:\n%s\nthe writes to its Promociones and Deployments from 5 s before the last fault (audit log, the last %d):\n%s",
+		return append(failures, fmt.Sprintf("%s is not right after %s:\n%s\nthe writes to its Promociones and their children from 5 s before the last fault (audit log, the last %d):\n%s",
 			ns, time.Since(since).Round(time.Second), strings.Join(framework.First(append(problems, leftovers...), 20), "\n"), trailLines, strings.Join(l.trail(ns, since), "\n")))
 	}
 	if ws := l.quiet(ns); len(ws) > 0 {
@@ -448,14 +448,19 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 	return failures
 }
 
-// trail is the writes to ns's Promociones and Deployments from 5 s before
+// trail is the writes to ns's Promociones and their children from 5 s before
 // since, each with who made it and the answer: what a world that stays wrong
 // needs read first. A write of the Deployment controller's with none of the
 // operator's after it, say, is a watch event that the operator did not act on.
 func (l *lesson) trail(ns string, since time.Time) []string {
 	l.AuditFlushed()
 	ws := l.Audit(since.Add(-5*time.Second), func(w framework.Request) bool {
-		return strings.Contains(w.URI, "/namespaces/"+ns+"/promociones/") || strings.Contains(w.URI, "/namespaces/"+ns+"/deployments/")
+		for _, r := range []string{"promociones", "deployments", "services", "configmaps"} {
+			if strings.Contains(w.URI, "/namespaces/"+ns+"/"+r+"/") {
+				return true
+			}
+		}
+		return false
 	})
 	lines := make([]string, 0, trailLines)
 	for _, w := range ws[max(0, len(ws)-trailLines):] {
