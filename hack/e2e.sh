@@ -29,12 +29,26 @@ hack/side-by-side.sh chaos "$(suite chaos)" bench "$(suite bench)" 2>&1 | tee "$
 if [ ${#failed[@]} -gt 0 ]; then
 	# Whoever reads only the end of the output (CI) learns why here: a suite
 	# that could not start says so on a line of its own (e2e: or panic:),
-	# and the tests that failed are named.
+	# and each test that failed is named after its last messages. A test's
+	# error is a line "file.go:N: message"; its steps and progress lines
+	# ("===== Step", "    ok: ...") and the dumps made on failure ("-----")
+	# are told apart by how their message starts, and only the steps of them
+	# are kept, to say where the test was.
 	echo "e2e: why, from the output of each suite that failed:" >&2
 	{
-		grep -h -E -A8 '^(\[[a-z]+\] )?(e2e|panic): ' "${why[@]}"
-		grep -h -e '--- FAIL' "${why[@]}"
-	} | head -40 >&2
+		grep -h -E -A8 '^(\[[a-z/]+\] )?(e2e|panic): ' "${why[@]}"
+		awk '
+			# One buffer per suite: the side-by-side suites interleave their lines.
+			{ p = match($0, /^\[[a-z\/]+\] /) ? substr($0, 1, RLENGTH) : "" }
+			/^(\[[a-z\/]+\] )?[ \t]+[A-Za-z0-9_]+\.go:[0-9]+: ([^ =-]|===== Step)/ {
+				last[p, n[p]++ % 8] = substr($0, 1, 400)
+			}
+			/--- FAIL/ {
+				for (i = (n[p] > 8 ? n[p] - 8 : 0); i < n[p]; i++) print last[p, i % 8]
+				print; n[p] = 0
+			}
+			/--- (PASS|SKIP)/ { n[p] = 0 }' "${why[@]}"
+	} | tail -60 >&2
 	echo "e2e: failed: ${failed[*]}" >&2
 	exit 1
 fi

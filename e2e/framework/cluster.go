@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,6 +102,17 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		return 1, err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	// An interrupted run exits from the handler, past every defer: it stops
+	// the cluster once there is one (down, below), and removes the builds.
+	var clusterDown atomic.Pointer[func() error] // set by this goroutine, read by the handler's
+	stopWatching := cleanUpWhenInterrupted(func() error {
+		var err error
+		if down := clusterDown.Load(); down != nil {
+			err = (*down)()
+		}
+		return errors.Join(err, os.RemoveAll(tmp))
+	})
+	defer stopWatching()
 	run := func(cmd *exec.Cmd) (string, error) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -162,8 +174,7 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		})
 		return downErr
 	}
-	stopWatching := cleanUpWhenInterrupted(down)
-	defer stopWatching()
+	clusterDown.Store(&down)
 	start := time.Now()
 	if _, err := run(ClusterSh("up")); err != nil {
 		return 1, errors.Join(err, down())
