@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -1173,16 +1174,15 @@ func TestBlockedPromocionIsRetriedSoon(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	for {
+	eventuallyWithin(t, "the Promocion's own Service, after the blocker's deletion", maxRetryDelay+10*time.Second, func() error {
 		var svc corev1.Service
-		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &svc)
-		if err == nil && metav1.IsControlledBy(&svc, getPromocion(t, p)) {
-			t.Logf("the Service made %s after the blocker's deletion", time.Since(deleted).Round(time.Millisecond))
-			return
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &svc); err != nil {
+			return err
 		}
-		if time.Since(deleted) > maxRetryDelay+10*time.Second {
-			t.Fatalf("no Service of the Promocion's %s after the blocker's deletion: %v", time.Since(deleted).Round(time.Second), err)
+		if !metav1.IsControlledBy(&svc, getPromocion(t, p)) {
+			return errors.New("the Service is not the Promocion's")
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	t.Logf("the Service made %s after the blocker's deletion", time.Since(deleted).Round(time.Millisecond))
 }

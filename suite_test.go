@@ -191,10 +191,15 @@ func newReconciler(t *testing.T, c client.Client) *PromocionReconciler {
 }
 
 // eventually retries check until it returns nil, failing the test with the
-// last error after timeout.
+// last error after 30 s.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	const timeout = 30 * time.Second
+	eventuallyWithin(t, what, 30*time.Second, check)
+}
+
+// eventuallyWithin is eventually, for a wait that may take longer by design.
+func eventuallyWithin(t *testing.T, what string, timeout time.Duration, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
