@@ -27,7 +27,8 @@ hack/side-by-side.sh chaos "$(suite chaos)" bench "$(suite bench)" 2>&1 | tee "$
 [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(chaos/bench) why+=("$logs/chaos-bench")
 
 if [ ${#failed[@]} -gt 0 ]; then
-	# Whoever reads only the end of the output (CI) learns why here: a suite
+	# Whoever reads only the end of the output (CI, whose excerpt is a few
+	# kilobytes) learns why here, in a few short lines per suite: a suite
 	# that could not start says so on a line of its own (e2e: or panic:),
 	# and each test that failed is named after its last messages. A test's
 	# error is a line "file.go:N: message"; its steps and progress lines
@@ -35,20 +36,20 @@ if [ ${#failed[@]} -gt 0 ]; then
 	# are told apart by how their message starts, and only the steps of them
 	# are kept, to say where the test was.
 	echo "e2e: why, from the output of each suite that failed:" >&2
-	{
-		grep -h -E -A8 '^(\[[a-z/]+\] )?(e2e|panic): ' "${why[@]}"
+	for f in "${why[@]}"; do {
+		grep -h -E -A4 '^(\[[a-z/]+\] )?(e2e|panic): ' "$f"
 		awk '
 			# One buffer per suite: the side-by-side suites interleave their lines.
 			{ p = match($0, /^\[[a-z\/]+\] /) ? substr($0, 1, RLENGTH) : "" }
 			/^(\[[a-z\/]+\] )?[ \t]+[A-Za-z0-9_]+\.go:[0-9]+: ([^ =-]|===== Step)/ {
-				last[p, n[p]++ % 8] = substr($0, 1, 400)
+				last[p, n[p]++ % 6] = substr($0, 1, 200)
 			}
 			/--- FAIL/ {
-				for (i = (n[p] > 8 ? n[p] - 8 : 0); i < n[p]; i++) print last[p, i % 8]
+				for (i = (n[p] > 6 ? n[p] - 6 : 0); i < n[p]; i++) print last[p, i % 6]
 				print; n[p] = 0
 			}
-			/--- (PASS|SKIP)/ { n[p] = 0 }' "${why[@]}"
-	} | tail -60 >&2
+			/--- (PASS|SKIP)/ { n[p] = 0 }' "$f"
+	} | tail -n 8 >&2; done
 	echo "e2e: failed: ${failed[*]}" >&2
 	exit 1
 fi
