@@ -107,7 +107,7 @@ var bugsFound = map[string]string{
 	"Frozen leader, fence off (test-only build)": "none: it shows the stale writes the fence stops",
 	"Namespace deletion":                         "thousands of error lines and Warning events for creates refused in a namespace being deleted (1231f60)",
 	"Stale view at start-up":                     "rbac.yaml without delete on the children: the API server refused to let the operator set their ownerReferences, so it could not take back children (3490d07)",
-	"Spec-transition fuzzing":                    "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338)",
+	"Spec-transition fuzzing":                    "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338); at full scale (2026-12-06), a Promocion blocked by a Service of its name left by an earlier Promocion of that name waited up to 16 minutes after the Service went: each failure had doubled the retry delay, and the blocker's deletion brings no event (29e3d49, a 30 s cap)",
 }
 
 // networkFault is a named set of faults for the proxy.
