@@ -455,8 +455,12 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 func (l *lesson) trail(ns string, since time.Time) []string {
 	l.AuditFlushed()
 	ws := l.Audit(since.Add(-5*time.Second), func(w framework.Request) bool {
-		for _, r := range []string{"promociones", "deployments", "services", "configmaps"} {
-			if strings.Contains(w.URI, "/namespaces/"+ns+"/"+r+"/") {
+		if strings.Contains(w.URI, "/namespaces/"+ns+"/promociones/") {
+			return true
+		}
+		for _, c := range framework.Children() { // the operator's table of children
+			resource, _, _ := strings.Cut(c.Resource, ".") // deployments.apps: deployments in the URI
+			if strings.Contains(w.URI, "/namespaces/"+ns+"/"+resource+"/") {
 				return true
 			}
 		}
