@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -1260,15 +1261,56 @@ func (b *bench) resetCluster(fsync string) {
 	if err := b.C.Create(ctx, d); err != nil {
 		b.T.Fatal(err)
 	}
-	b.Eventually("the control plane makes a Deployment's Pod Ready after the restore", func() error {
+	const what = "the control plane makes a Deployment's Pod Ready after the restore"
+	start := time.Now()
+	err := framework.Poll(framework.WaitTimeout, 100*time.Millisecond, func() error {
 		if err := b.C.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err
 		}
 		if d.Status.ReadyReplicas != 1 {
-			return fmt.Errorf("%d ready", d.Status.ReadyReplicas)
+			return b.podsOf(ctx, ns)
 		}
 		return nil
 	}) // it stays: one Deployment, the same in every run
+	if err != nil {
+		// Which part of the control plane did not come back: the probe's
+		// objects and events, the nodes and their Leases, the logs' ends.
+		for _, args := range [][]string{
+			{"get", "deployment,replicaset,pod", "-n", ns, "-o", "wide"},
+			{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+			{"get", "nodes,leases", "-n", "kube-node-lease", "-o", "wide"},
+		} {
+			out, err := b.TryKubectl(args...)
+			b.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
+		}
+		b.LogControlPlane(10)
+		// The Pods' state first: CI's summary of a failure keeps 200 characters of a line.
+		b.T.Fatalf("%v, %s after %s", err, what, framework.WaitTimeout)
+	}
+	b.Logf("ok: %s, in %.1f s", what, time.Since(start).Seconds())
+}
+
+// podsOf says where each Pod of namespace ns stands: its node, its phase and
+// its conditions that are not true, with their reasons.
+func (b *bench) podsOf(ctx context.Context, ns string) error {
+	var pods corev1.PodList
+	if err := b.C.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return errors.New("no Pod")
+	}
+	var says []string
+	for _, p := range pods.Items {
+		state := fmt.Sprintf("Pod on %q %s", p.Spec.NodeName, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				state += fmt.Sprintf(", %s %s (%s)", c.Type, c.Status, c.Reason)
+			}
+		}
+		says = append(says, state)
+	}
+	return errors.New(strings.Join(says, "; "))
 }
 
 func (b *bench) clusterSh(verb, fsync string) {

@@ -185,11 +185,7 @@ func (l *Lesson) dumpOnFailure() {
 	// plane's own last words instead.
 	if _, err := l.TryKubectl("get", "--raw", "/readyz"); err != nil {
 		l.T.Logf("----- the API server does not answer (%v); the control plane's logs end with -----", err)
-		logs, _ := filepath.Glob(filepath.Join(Env.ClusterDir, "logs", "*.log"))
-		for _, f := range logs {
-			b, _ := os.ReadFile(f)
-			l.T.Logf("----- %s -----\n%s", filepath.Base(f), LastLines(string(b), 15))
-		}
+		l.LogControlPlane(15)
 		return
 	}
 	for _, args := range [][]string{
@@ -199,6 +195,19 @@ func (l *Lesson) dumpOnFailure() {
 	} {
 		out, err := l.TryKubectl(args...)
 		l.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
+	}
+}
+
+// LogControlPlane logs the last n lines of each of the cluster's logs but
+// the audit log (the requests, not what went wrong).
+func (l *Lesson) LogControlPlane(n int) {
+	logs, _ := filepath.Glob(filepath.Join(Env.ClusterDir, "logs", "*.log"))
+	for _, f := range logs {
+		if filepath.Base(f) == "audit.log" {
+			continue
+		}
+		b, _ := os.ReadFile(f)
+		l.T.Logf("----- %s -----\n%s", filepath.Base(f), LastLines(string(b), n))
 	}
 }
 
