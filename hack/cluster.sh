@@ -80,22 +80,19 @@ running() { # every component alive and the API server ready
 	"$bin/kubectl" --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1
 }
 
-# stop_component NAME: ask it to stop, kill it after five seconds, and wait
-# until it is gone.
-stop_component() {
-	local pid
-	pid=$(pid_of "$1") || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null || true
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-	rm -f "$dir/pids/$1"
-}
-
-# stop_first N: stop the first N components, the last started first.
+# stop_first N: stop the first N components, the last started first, each
+# asked to stop and then killed, and wait until each is gone.
 stop_first() {
-	local i
-	for ((i = $1 - 1; i >= 0; i--)); do stop_component "${components[i]}"; done
+	local c pid i
+	for ((i = $1 - 1; i >= 0; i--)); do
+		c=${components[i]}
+		pid=$(pid_of "$c") || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+		rm -f "$dir/pids/$c"
+	done
 }
 
 stop_all() {
@@ -371,8 +368,18 @@ up() {
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --leader-elect=false --secure-port 0
 	"$bin/kubectl" kustomize "$kwok_dir/kustomize/stage/fast" >"$dir/kwok-stages.yaml"
 	# kwok plays the kubelet only on the nodes annotated as its own, never on the real ones.
-	up_one kwok || start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-		--config "$dir/kwok-stages.yaml" --cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
+	if ! up_one kwok; then
+		# kwok holds its nodes' Leases under a name new at each start, and
+		# takes a Lease held under another (or not yet in its cache) only at
+		# its next try, 10 s on, or when that holder's 40 s term ends; until
+		# then it plays no Pod of that node. Started again (after a restore,
+		# or after it died) it would find its last start's: they go first,
+		# and it makes them new at once.
+		"$bin/kubectl" "${kc[@]}" delete lease -n kube-node-lease kwok-01 kwok-02 --ignore-not-found >/dev/null ||
+			fail kube-apiserver "deleting the Leases of kwok's nodes"
+		start kwok "$bin/kwok" "${kc[@]}" --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+			--config "$dir/kwok-stages.yaml" --cidr 10.0.0.0/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
+	fi
 	nodes | "$bin/kubectl" "${kc[@]}" apply -f - >>"$dir/logs/nodes.log" 2>&1 || fail kube-apiserver "creating the nodes (see $dir/logs/nodes.log)"
 	wait_for kwok 60 "$bin/kubectl" "${kc[@]}" wait --for=condition=Ready node/kwok-01 node/kwok-02 --timeout=1s
 	# The default ServiceAccount appears once the controller-manager runs; Pods need it.
@@ -457,16 +464,6 @@ save | restore)
 	running || { say "not running: hack/cluster.sh up"; exit 1; }
 	[ "$1" = save ] || [ -d "$dir/etcd-saved" ] || { say "nothing saved: hack/cluster.sh save"; exit 1; }
 	if [ "$1" = save ]; then
-		# kwok holds each of its nodes' Lease under a name new at each start,
-		# and takes a Lease that it finds held by another name (or not yet
-		# in its cache) only at its next try, 10 s on, or when that holder's
-		# term ends, 40 s after its last renewal. Until then it plays no Pod
-		# of that node: after a restore, the first Pods waited 10 to 30 s,
-		# and once in CI more than 90. Saved without them, kwok makes them
-		# new, at once.
-		stop_component kwok
-		"$bin/kubectl" --kubeconfig "$kubeconfig" delete lease -n kube-node-lease kwok-01 kwok-02 --ignore-not-found >/dev/null ||
-			fail kube-apiserver "deleting kwok's node Leases"
 		stop_control_plane # etcd stopped cleanly: its copy is whole
 		rm -rf "$dir/etcd-saved" && cp -a "$dir/etcd" "$dir/etcd-saved"
 	else
