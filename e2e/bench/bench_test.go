@@ -1275,14 +1275,11 @@ func (b *bench) resetCluster(fsync string) {
 	if err != nil {
 		// Which part of the control plane did not come back: the probe's
 		// objects and events, the nodes and their Leases, the logs' ends.
-		for _, args := range [][]string{
-			{"get", "deployment,replicaset,pod", "-n", ns, "-o", "wide"},
-			{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
-			{"get", "nodes,leases", "-n", "kube-node-lease", "-o", "wide"},
-		} {
-			out, err := b.TryKubectl(args...)
-			b.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
-		}
+		b.LogKubectl(
+			[]string{"get", "deployment,replicaset,pod", "-n", ns, "-o", "wide"},
+			[]string{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+			[]string{"get", "nodes,leases", "-n", "kube-node-lease", "-o", "wide"},
+		)
 		b.LogControlPlane(10)
 		// The Pods' state first: CI's summary of a failure keeps 200 characters of a line.
 		b.T.Fatalf("%v, %s after %s", err, what, framework.WaitTimeout)

@@ -188,11 +188,17 @@ func (l *Lesson) dumpOnFailure() {
 		l.LogControlPlane(15)
 		return
 	}
-	for _, args := range [][]string{
-		{"get", "all,cm,promociones", "-o", "wide"},
-		{"get", "events", "--sort-by=.lastTimestamp"},
-		{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
-	} {
+	l.LogKubectl(
+		[]string{"get", "all,cm,promociones", "-o", "wide"},
+		[]string{"get", "events", "--sort-by=.lastTimestamp"},
+		[]string{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
+	)
+}
+
+// LogKubectl logs what each kubectl command prints, under its command line,
+// failed or not: a dump on failure.
+func (l *Lesson) LogKubectl(commands ...[]string) {
+	for _, args := range commands {
 		out, err := l.TryKubectl(args...)
 		l.T.Logf("----- kubectl %s -----\n%s %v", strings.Join(args, " "), out, err)
 	}
