@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -422,6 +423,106 @@ func TestWhatQueuesThePromocion(t *testing.T) {
 	}
 	if n := len(r.own.pending); n != 0 {
 		t.Errorf("%d status writes still remembered after the watch brought them back: %v", n, r.own.pending)
+	}
+}
+
+// The watch need not bring the operator's status writes in the order of
+// their answers: a write may come back before the API server's answer reaches
+// the reconcile, or after a later write was answered. Neither is another's
+// status, and neither queues a reconcile; a status that another writes right
+// after the operator's, before its answer, still gets the Promocion
+// reconciled again. Each write is real; the watch's events are handed to the
+// predicate at the moment the race would bring them.
+func TestOwnStatusWritesInAnyOrder(t *testing.T) {
+	ns := newNamespace(t)
+	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	var duringWrite func(before, after *Promocion) // run between a status write and its answer
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			before := getPromocion(t, p)
+			if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if duringWrite != nil {
+				duringWrite(before, getPromocion(t, p))
+			}
+			return nil
+		},
+	})
+	r := newReconciler(t, c)
+	changed := r.own.promocionChanged()
+	queued := func(before, after *Promocion) bool {
+		return changed.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after})
+	}
+	writeStatus := func(applyErr error) error {
+		cur := getPromocion(t, p)
+		return r.updateStatus(ctx, cur, computeStatus(cur, nil, applyErr, metav1.Now()))
+	}
+	remembered := func(when string) {
+		t.Helper()
+		if n := len(r.own.pending); n != 0 {
+			t.Errorf("%s: %d status writes still remembered", when, n)
+		}
+	}
+
+	// 1. The write comes back before its answer.
+	var early bool
+	duringWrite = func(before, after *Promocion) { early = queued(before, after) }
+	if err := writeStatus(nil); err != nil {
+		t.Fatalf("a status write whose watch event came first: %v", err)
+	}
+	if early {
+		t.Error("the operator's status write, brought back before its answer, queued a reconcile")
+	}
+	remembered("after a write brought back before its answer")
+
+	// 2. An earlier write comes back after a later one's answer.
+	duringWrite = nil
+	v0 := getPromocion(t, p)
+	if err := writeStatus(errors.New("a failure, to change the status")); err != nil {
+		t.Fatal(err)
+	}
+	v1 := getPromocion(t, p)
+	if err := writeStatus(nil); err != nil {
+		t.Fatal(err)
+	}
+	v2 := getPromocion(t, p)
+	if v0.ResourceVersion == v1.ResourceVersion || v1.ResourceVersion == v2.ResourceVersion {
+		t.Fatalf("resourceVersions %s, %s, %s: two status writes wanted", v0.ResourceVersion, v1.ResourceVersion, v2.ResourceVersion)
+	}
+	if queued(v0, v1) {
+		t.Error("the operator's earlier status write, brought back after a later one's answer, queued a reconcile")
+	}
+	if queued(v1, v2) {
+		t.Error("the operator's later status write queued a reconcile")
+	}
+	remembered("after both writes came back")
+
+	// 3. Another hand writes a status right after the operator's, before its answer.
+	duringWrite = func(before, after *Promocion) {
+		other := after.DeepCopy()
+		other.Status.Fase = FaseListo
+		if err := k8sClient.Status().Update(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		queued(before, after)
+		queued(after, getPromocion(t, p)) // dropped while the write waits: its answer must tell
+	}
+	err = writeStatus(errors.New("another failure"))
+	duringWrite = nil
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("a status write overtaken by another's, before its answer: got %v, want a conflict, which reconciles again", err)
+	}
+	remembered("after a write overtaken by another's")
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+		t.Fatal(err)
+	}
+	if f := getPromocion(t, p).Status.Fase; f != FaseDesplegando {
+		t.Errorf("fase %q after reconciling again, want Desplegando: the other hand's Listo not put right", f)
 	}
 }
 

@@ -252,17 +252,22 @@ func (d directReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion, status PromocionStatus) error {
 	if equality.Semantic.DeepEqual(promo.Status, status) {
 		if r.own.behind(promo) {
-			return cacheBehind(promo) // the API server holds a later status of the operator's, maybe another
+			return statusUnseen(promo, errStatusUnseen) // the API server holds a later status of the operator's, maybe another
 		}
 		return nil
 	}
 	before := promo.Status // computeStatus built status on a copy: this one is untouched
 	promo.Status = status
-	if err := r.Status().Update(ctx, promo); err != nil {
+	r.own.writing(promo)
+	err := r.Status().Update(ctx, promo)
+	later := r.own.wrote(promo, err == nil)
+	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
-	r.own.wrote(promo)
 	observeListo(before, status, time.Now())
+	if later {
+		return statusUnseen(promo, errStatusLater)
+	}
 	return nil
 }
 

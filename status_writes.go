@@ -14,7 +14,8 @@ import (
 )
 
 // ownStatusWrites are the operator's status writes that its cache has not shown
-// yet: for each Promocion, the resourceVersion the API server gave the last.
+// yet: for each Promocion, the resourceVersion the API server gave the last,
+// or a write still waiting for its answer.
 //
 // A reconcile skips the status write when the status it computes equals the
 // cached one, and the Promocion's watch drops the operator's own writes as
@@ -30,44 +31,106 @@ import (
 // asks to be run again, and a status that the operator did not write queues
 // the Promocion.
 //
+// The watch can bring a write back before the API server's answer reaches the
+// reconcile, or bring an earlier write after a later one was answered. Each is
+// the operator's own, and would queue a reconcile that finds nothing to do
+// (in a burst of 5000, one reconcile in six). So the status of any version up
+// to the last write counts as the operator's: a status write names the
+// version it replaces, so the reconcile that made it had seen every version
+// before. And while a write waits for its answer, the watch drops the status
+// changes it brings; the answer then tells whether one of them came after
+// the write, and if so the reconcile runs again to look at it. A new
+// generation always passes.
+//
 // An entry lives from the write until the watch brings it back: the map holds
 // only the writes in flight, not one per Promocion.
 type ownStatusWrites struct {
 	mu      sync.Mutex
-	pending map[types.NamespacedName]string
+	pending map[types.NamespacedName]*ownWrite
 }
 
-// wrote records the status write that the API server answered with p.
-func (s *ownStatusWrites) wrote(p *Promocion) {
+type ownWrite struct {
+	rv      string // the API server's answer to the last write, until the watch brings it
+	writing bool   // a write waits for its answer
+	dropped string // the latest version that the watch brought while it waited
+}
+
+// writing records that a status write of p is about to be sent.
+func (s *ownStatusWrites) writing(p *Promocion) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending == nil {
-		s.pending = map[types.NamespacedName]string{}
+		s.pending = map[types.NamespacedName]*ownWrite{}
 	}
-	s.pending[client.ObjectKeyFromObject(p)] = p.ResourceVersion
+	key := client.ObjectKeyFromObject(p)
+	w := s.pending[key]
+	if w == nil {
+		w = &ownWrite{}
+		s.pending[key] = w
+	}
+	w.writing = true
+}
+
+// wrote records the answer to the status write of p: written, p as the API
+// server answered it; else the write failed, and the reconcile runs again for
+// its error. It tells whether the watch, while the write waited, brought a
+// version later than it, whose status the reconcile must look at.
+func (s *ownStatusWrites) wrote(p *Promocion, written bool) (later bool) {
+	key := client.ObjectKeyFromObject(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.pending[key]
+	if w == nil { // forgotten: the Promocion was deleted meanwhile
+		return false
+	}
+	dropped := w.dropped
+	w.writing, w.dropped = false, ""
+	switch {
+	case !written:
+		if w.rv == "" || dropped != "" && !newer(w.rv, dropped) {
+			delete(s.pending, key) // nothing written that the cache has not shown
+		}
+		return false
+	case dropped != "" && !newer(p.ResourceVersion, dropped): // the watch has brought it already
+		delete(s.pending, key)
+		return newer(dropped, p.ResourceVersion)
+	default:
+		w.rv = p.ResourceVersion
+		return false
+	}
 }
 
 // behind tells whether the cached copy p is older than the operator's last
 // status write of it.
 func (s *ownStatusWrites) behind(p *Promocion) bool {
 	s.mu.Lock()
-	rv, ok := s.pending[client.ObjectKeyFromObject(p)]
-	s.mu.Unlock()
-	return ok && newer(rv, p.ResourceVersion)
+	defer s.mu.Unlock()
+	w, ok := s.pending[client.ObjectKeyFromObject(p)]
+	return ok && w.rv != "" && newer(w.rv, p.ResourceVersion)
 }
 
-// seen takes p as the cache now holds it, and tells whether it is the
-// operator's own last status write coming back. The entry goes once the cache
-// holds that write or a later version.
+// seen takes p as the cache now holds it, and tells whether its status is the
+// operator's own (or one that the operator's last write replaced). The entry
+// goes once the cache holds that write or a later version.
 func (s *ownStatusWrites) seen(p *Promocion) (own bool) {
 	key := client.ObjectKeyFromObject(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rv, ok := s.pending[key]
-	if ok && !newer(rv, p.ResourceVersion) {
+	w, ok := s.pending[key]
+	switch {
+	case !ok:
+		return false
+	case w.writing:
+		if w.dropped == "" || newer(p.ResourceVersion, w.dropped) {
+			w.dropped = p.ResourceVersion
+		}
+		return true
+	case newer(w.rv, p.ResourceVersion):
+		return true
+	default:
 		delete(s.pending, key)
+		return p.ResourceVersion == w.rv
 	}
-	return ok && rv == p.ResourceVersion
 }
 
 func (s *ownStatusWrites) forget(p *Promocion) {
@@ -84,15 +147,17 @@ func newer(a, b string) bool {
 	return err == nil && c > 0
 }
 
-// cacheBehind is the error of a reconcile whose cache has not yet shown the
-// operator's own last status write: a conflict, which Reconcile requeues as
-// it does the API server's.
-func cacheBehind(p *Promocion) error {
-	return apierrors.NewConflict(GroupVersion.WithResource("promociones").GroupResource(), p.Name,
-		errStatusUnseen)
+// statusUnseen is the error of a reconcile whose cache has not yet shown the
+// Promocion's latest status: a conflict, which Reconcile requeues as it does
+// the API server's.
+func statusUnseen(p *Promocion, why error) error {
+	return apierrors.NewConflict(GroupVersion.WithResource("promociones").GroupResource(), p.Name, why)
 }
 
-var errStatusUnseen = errors.New("the cache has not shown the operator's last status write yet")
+var (
+	errStatusUnseen = errors.New("the cache has not shown the operator's last status write yet")
+	errStatusLater  = errors.New("the watch brought a later version while the status write waited for its answer")
+)
 
 // promocionChanged passes a Promocion's update when its generation moved (a
 // new spec, or the deletion that the API server bumps it for), or when its
