@@ -164,6 +164,10 @@ func mutateDeployment(d *appsv1.Deployment, p *Promocion, image string) {
 	tmp := byName(&tpl.Spec.Volumes, tmpVolume, func(v *corev1.Volume) *string { return &v.Name })
 	tmp.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 
+	// A page server has no business with the API: its pods get no token, so
+	// that a flaw in it, or in a sidecar someone adds, starts with none.
+	tpl.Spec.AutomountServiceAccountToken = new(false)
+
 	// Pod Security "restricted": the pods run in namespaces that enforce it.
 	if tpl.Spec.SecurityContext == nil {
 		tpl.Spec.SecurityContext = &corev1.PodSecurityContext{}

@@ -89,6 +89,9 @@ func TestMutateOnEmptyObjects(t *testing.T) {
 			fmt.Sprint(web.SecurityContext.Capabilities.Drop) != "[ALL]" {
 			t.Errorf("the pods are not restricted: pod %+v, container %+v", pod.SecurityContext, web.SecurityContext)
 		}
+		if a := pod.AutomountServiceAccountToken; a == nil || *a {
+			t.Errorf("the pods get an API token: automountServiceAccountToken %v", a)
+		}
 		if d.Spec.Template.Annotations[AnnotationPageHash] != pageHash(Page(p)) {
 			t.Errorf("page hash annotation: %v", d.Spec.Template.Annotations)
 		}
