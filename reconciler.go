@@ -207,7 +207,7 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 		err = fmt.Errorf("%s %s: %w", k.Kind, name, err)
 		if !namespaceGoing(err) { // an Event there would be refused too
 			reason, msg := explainApplyError(err)
-			r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", msg)
+			r.Recorder.Eventf(promo, child, corev1.EventTypeWarning, reason, "Apply", "%s", msg)
 		}
 		return nil, nil, err
 	case op == controllerutil.OperationResultNone:
