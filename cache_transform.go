@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // newCacheTransform returns what the cache keeps of each object: every field
@@ -31,6 +32,9 @@ func newCacheTransform() toolscache.TransformFunc {
 		if err != nil {
 			return obj, err
 		}
+		if o, ok := obj.(client.Object); ok && !cachedWhole(o) {
+			return stub(o), nil
+		}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			// The Listo rule reads the counts and observedGeneration, never the
@@ -45,14 +49,71 @@ func newCacheTransform() toolscache.TransformFunc {
 			internMeta(&o.ObjectMeta, in)
 			o.Data = in.inMap(o.Data)
 		case *Promocion:
-			// kubectl apply's copy of the whole Promocion, banner included.
-			delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
-			if len(o.Annotations) == 0 {
-				o.Annotations = nil // the map kubectl apply made, now empty
-			}
+			// The operator reads none of the Promocion's labels, annotations
+			// (kubectl apply's copy of it among them), finalizers or owners,
+			// and its one write of a Promocion, the status, keeps the stored
+			// metadata. Whoever may create Promociones may make those big.
+			o.Labels, o.Annotations, o.Finalizers, o.OwnerReferences = nil, nil, nil, nil
 		}
 		return obj, nil
 	}
+}
+
+// cachedWhole tells whether the cache keeps obj whole: a Promocion, or the
+// child that the operator makes for the Promocion controlling it (its kind,
+// and the name childKinds gives it for that Promocion's name). Any other
+// object that carries the operator's label, and so reaches the cache, may be
+// anyone's, of any size: it is kept as a stub.
+func cachedWhole(obj client.Object) bool {
+	k, isChild := childKindOf(obj)
+	if !isChild {
+		return true
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return false
+	}
+	owner := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: ref.Name}}
+	return samePromocion(*ref, owner) && k.Name(owner) == obj.GetName()
+}
+
+// childKindOf is the entry of childKinds whose objects are of obj's type.
+func childKindOf(obj client.Object) (childKind, bool) {
+	for _, k := range childKinds {
+		if reflect.TypeOf(k.New()) == reflect.TypeOf(obj) {
+			return k, true
+		}
+	}
+	return childKind{}, false
+}
+
+// stub is what the cache keeps of an object that it does not keep whole:
+// what the claim reads (its UID, its controller, the operator's labels) and
+// what a write from it would be checked against (its resourceVersion),
+// nothing of its data or spec. A few hundred bytes, however big the object.
+// The operator never writes from a stub: a child it may take back is read
+// whole from the API server first (applyChild).
+func stub(obj client.Object) client.Object {
+	s := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	s.SetName(obj.GetName())
+	s.SetNamespace(obj.GetNamespace())
+	s.SetUID(obj.GetUID())
+	s.SetResourceVersion(obj.GetResourceVersion())
+	s.SetGeneration(obj.GetGeneration())
+	s.SetCreationTimestamp(obj.GetCreationTimestamp())
+	s.SetDeletionTimestamp(obj.GetDeletionTimestamp())
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		s.SetOwnerReferences([]metav1.OwnerReference{*ref})
+	}
+	l := obj.GetLabels()
+	kept := map[string]string{}
+	for _, key := range []string{LabelManagedBy, LabelPromocion} {
+		if v, ok := l[key]; ok {
+			kept[key] = v
+		}
+	}
+	s.SetLabels(kept)
+	return s
 }
 
 // sharedParts are the parts that every child of a kind holds alike: a

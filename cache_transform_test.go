@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -174,7 +176,7 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 	}
 	deployment := func(name, image string) *appsv1.Deployment {
 		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}, Spec: PromocionSpec{Banner: "Oferta " + name, Replicas: new(int32(2))}}
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, OwnerReferences: controlledBy(name)}}
 		mutateDeployment(d, p, image)
 		// What the API server's defaults and the Deployment controller add.
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -184,7 +186,7 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 	}
 	service := func(name string) *corev1.Service {
 		p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda"}}
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, OwnerReferences: controlledBy(name)}}
 		mutateService(s, p)
 		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 		s.Spec.IPFamilyPolicy = new(corev1.IPFamilyPolicySingleStack)
@@ -240,6 +242,89 @@ func TestCacheSharesWhatChildrenHoldAlike(t *testing.T) {
 	if d = cache(d).(*appsv1.Deployment); same(d.Labels, d.Spec.Template.Labels) {
 		t.Error("a Deployment's labels and its pods' differ, yet they share one map")
 	}
+}
+
+// controlledBy is the ownerReferences that SetControllerReference writes for
+// a Promocion of that name.
+func controlledBy(promocion string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: GroupVersion.String(), Kind: "Promocion", Name: promocion,
+		UID: types.UID("uid-" + promocion), Controller: new(true), BlockOwnerDeletion: new(true)}}
+}
+
+// Whatever carries the operator's label reaches the cache, whoever set it.
+// Of an object that is not the child of the Promocion controlling it, the
+// cache keeps a stub: what the claim reads, and none of the data, however
+// big. The operator's own children, and Promociones, keep every field the
+// operator reads; of a Promocion, nothing its author may make big but the
+// banner, which the schema bounds.
+func TestCacheKeepsAStubOfOthersObjects(t *testing.T) {
+	transform := newCacheTransform()
+	big := strings.Repeat("x", 900<<10)
+	ours := map[string]string{LabelManagedBy: operatorName, LabelPromocion: "oferta", "relleno": big[:63]}
+	configMap := func(name string, owners []metav1.OwnerReference) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tienda", UID: "uid-cm", ResourceVersion: "7",
+			Labels: maps.Clone(ours), Annotations: map[string]string{"relleno": big}, OwnerReferences: owners},
+			Data: map[string]string{pageKey: big}}
+	}
+	otherController := controlledBy("oferta")
+	otherController[0].APIVersion = "tienda.otra.example.com/v1"
+	stubs := map[string]client.Object{
+		"no owner":                        configMap("oferta-html", nil),
+		"an owner that is not controller": configMap("oferta-html", []metav1.OwnerReference{{APIVersion: GroupVersion.String(), Kind: "Promocion", Name: "oferta", UID: "u"}}),
+		"controlled by another group's":   configMap("oferta-html", otherController),
+		"a Promocion's, not named its":    configMap("otra-html", controlledBy("oferta")),
+		"a Deployment with no owner": &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "oferta", Namespace: "tienda", Labels: maps.Clone(ours)},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"relleno": big}}}}},
+		"a Service named as another's ConfigMap": &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "oferta-html", Namespace: "tienda",
+			Labels: maps.Clone(ours), OwnerReferences: controlledBy("oferta")}, Spec: corev1.ServiceSpec{ExternalName: big}},
+	}
+	for what, obj := range stubs {
+		out, err := transform(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(client.Object)
+		if size := len(mustJSON(t, got)); size > 1024 {
+			t.Errorf("%s: the cache keeps %d bytes of it, want a stub:\n%.300s", what, size, mustJSON(t, got))
+		}
+		want := map[string]string{LabelManagedBy: operatorName, LabelPromocion: "oferta"}
+		if reflect.TypeOf(got) != reflect.TypeOf(obj) || got.GetName() != obj.GetName() || got.GetUID() != obj.GetUID() ||
+			got.GetResourceVersion() != obj.GetResourceVersion() || !maps.Equal(got.GetLabels(), want) ||
+			!reflect.DeepEqual(metav1.GetControllerOf(got), metav1.GetControllerOf(obj)) {
+			t.Errorf("%s: the stub lost what the claim reads: %.500s", what, mustJSON(t, got))
+		}
+		if cachedWhole(got) {
+			t.Errorf("%s: the stub is taken for a whole child", what)
+		}
+	}
+
+	// The children, and the Promocion: whole, but what it never reads.
+	whole := configMap("oferta-html", controlledBy("oferta"))
+	if out, _ := transform(whole.DeepCopy()); out.(*corev1.ConfigMap).Data[pageKey] != big {
+		t.Error("the Promocion's own ConfigMap lost its page in the cache")
+	}
+	p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: "oferta", Namespace: "tienda", UID: "uid-oferta", ResourceVersion: "9", Generation: 2,
+		Labels: map[string]string{"relleno": big[:63]}, Annotations: map[string]string{"relleno": big, corev1.LastAppliedConfigAnnotation: big},
+		Finalizers: []string{"tienda.example.com/" + big[:200]}, OwnerReferences: []metav1.OwnerReference{{Name: big[:253]}}},
+		Spec: PromocionSpec{Banner: "Oferta", Replicas: new(int32(2))}, Status: PromocionStatus{ObservedGeneration: 1, Fase: FaseListo}}
+	out, _ := transform(p.DeepCopy())
+	cached := out.(*Promocion)
+	if size := len(mustJSON(t, cached)); size > 1024 {
+		t.Errorf("the cache keeps %d bytes of a Promocion whose metadata is big:\n%.300s", size, mustJSON(t, cached))
+	}
+	if cached.Name != p.Name || cached.UID != p.UID || cached.ResourceVersion != p.ResourceVersion || cached.Generation != p.Generation ||
+		!equality.Semantic.DeepEqual(cached.Spec, p.Spec) || !equality.Semantic.DeepEqual(cached.Status, p.Status) {
+		t.Errorf("the cached Promocion lost what the operator reads: %.500s", mustJSON(t, cached))
+	}
+}
+
+func mustJSON(t *testing.T, obj any) []byte {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // sameKey says whether m's key equal to key is the same string as key, not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -229,6 +231,54 @@ func TestCacheHoldsOnlyTheOperatorsChildren(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// The operator's labels let an object into the cache, whoever put them there:
+// a tenant's big ConfigMap labelled so, in a namespace with no Promocion, is
+// kept there as a stub, and a Promocion without its big annotation.
+func TestCacheKeepsStrangersSmall(t *testing.T) {
+	ns := newNamespace(t)
+	big := strings.Repeat("x", 900<<10)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "relleno-html", Namespace: ns,
+		Labels: map[string]string{LabelManagedBy: operatorName, LabelPromocion: "relleno"}}, Data: map[string]string{pageKey: big}}
+	if err := k8sClient.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	p := &Promocion{ObjectMeta: metav1.ObjectMeta{Name: "anotada", Namespace: ns, Annotations: map[string]string{"relleno": big[:100<<10]}},
+		Spec: PromocionSpec{Banner: "Oferta", Replicas: new(int32(0))}}
+	if err := k8sClient.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	f := testFlags(ns)
+	opts := f.managerOptions()
+	opts.Cache.Scheme = opts.Scheme
+	c, err := cache.New(cfg, opts.Cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = c.Start(cctx) }()
+	eventually(t, "the ConfigMap in the cache, as a stub", func() error {
+		var got corev1.ConfigMap
+		if err := c.Get(cctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+			return err
+		}
+		if len(got.Data) > 0 || got.UID != cm.UID || got.Labels[LabelPromocion] != "relleno" {
+			return fmt.Errorf("cached with %d keys of data, uid %s, labels %v", len(got.Data), got.UID, got.Labels)
+		}
+		return nil
+	})
+	eventually(t, "the Promocion in the cache, without its annotation", func() error {
+		var got Promocion
+		if err := c.Get(cctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			return err
+		}
+		if len(got.Annotations) > 0 || got.Spec.Banner != "Oferta" {
+			return fmt.Errorf("cached with %d annotations, banner %q", len(got.Annotations), got.Spec.Banner)
+		}
+		return nil
+	})
 }
 
 // A child whose labels were removed by hand leaves the cache, yet it is found

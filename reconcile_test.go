@@ -919,10 +919,14 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 			uids := map[string]types.UID{}
 			for _, obj := range c.objects() {
 				uids[kindName(t, obj)] = obj.GetUID()
+				// A field the operator does not own, which the take-back must
+				// keep: the cache holds only a stub of an orphan.
+				patch := `{"metadata":{"annotations":{"equipo":"marketing"}}}`
 				if tc.stripOwners {
-					if err := k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`))); err != nil {
-						t.Fatal(err)
-					}
+					patch = `{"metadata":{"ownerReferences":null,"annotations":{"equipo":"marketing"}}}`
+				}
+				if err := k8sClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if err := k8sClient.Delete(ctx, old); err != nil {
@@ -947,6 +951,9 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 					}
 					if obj.GetUID() != uids[kindName(t, obj)] {
 						return fmt.Errorf("%s was made anew, not taken back", kindName(t, obj))
+					}
+					if obj.GetAnnotations()["equipo"] != "marketing" {
+						return fmt.Errorf("%s lost an annotation that is not the operator's: %v", kindName(t, obj), obj.GetAnnotations())
 					}
 				}
 				if !strings.Contains(c.cm.Data[pageKey], "<h1>Después</h1>") {

@@ -171,13 +171,16 @@ func (r *PromocionReconciler) applyChildren(ctx context.Context, promo *Promocio
 // write (claim, in children.go) fails the mutate function, before any write.
 func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, k childKind) (client.Object, *childChange, error) {
 	name := k.Name(promo)
-	createOrUpdate := func(c client.Client) (client.Object, controllerutil.OperationResult, error) {
+	createOrUpdate := func(c client.Client, cached bool) (client.Object, controllerutil.OperationResult, error) {
 		child := k.New()
 		child.SetName(name)
 		child.SetNamespace(promo.Namespace)
 		op, err := controllerutil.CreateOrUpdate(ctx, c, child, func() error {
 			if err := claim(child, k.Kind, promo); err != nil {
 				return err
+			}
+			if cached && child.GetUID() != "" && !cachedWhole(child) {
+				return errStub
 			}
 			if needsLiveOwner(child, promo) {
 				if err := r.stillLive(ctx, promo); err != nil {
@@ -192,11 +195,12 @@ func (r *PromocionReconciler) applyChild(ctx context.Context, promo *Promocion, 
 		})
 		return child, op, err
 	}
-	child, op, err := createOrUpdate(r.Client)
-	if apierrors.IsAlreadyExists(err) {
-		// It exists but the cache cannot see it: it lacks the operator's
-		// labels (removed by hand, or never the operator's).
-		child, op, err = createOrUpdate(directReads{r.Client, r.APIReader})
+	child, op, err := createOrUpdate(r.Client, true)
+	if apierrors.IsAlreadyExists(err) || errors.Is(err, errStub) {
+		// It exists but the cache cannot see it (it lacks the operator's
+		// labels: removed by hand, or never the operator's), or holds only a
+		// stub of it (an orphan to take back): read it whole.
+		child, op, err = createOrUpdate(directReads{r.Client, r.APIReader}, false)
 	}
 
 	switch {
@@ -233,6 +237,9 @@ func (r *PromocionReconciler) stillLive(ctx context.Context, promo *Promocion) e
 	}
 	return nil
 }
+
+// errStub stops a write from the cache's stub of an object (cache_transform.go).
+var errStub = errors.New("the cache holds only a stub of it")
 
 var errPromocionGoing = errors.New("the Promocion is gone or being deleted: nothing is made or taken back for it")
 
