@@ -65,12 +65,10 @@ chart-push: ## Package the chart into CHART_DIST (bin/) and push it to CHART_REP
 	helm=$$(hack/helm.sh) && pkg=$$($$helm package charts/operador-promociones -d $(CHART_DIST) | sed -n 's/^Successfully packaged chart and saved it to: //p') && \
 		test -n "$$pkg" && $$helm push "$$pkg" $(CHART_REPO) $(HELM_FLAGS)
 
-deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and the operator, with the image IMG.
-	$(KUBECTL) apply -f $(INSTALLER)
-	@# Confined: a grant to every namespace, left by an earlier deploy, would undo it.
-	$(if $(NAMESPACES),$(KUBECTL) delete --ignore-not-found clusterrolebinding operador-promociones)
+deploy: build-installer ## Apply dist/install.yaml: the API (make install's) and the operator in its namespace operador-promociones-system, with the image IMG; an operator in default moves there.
+	@NAMESPACES='$(NAMESPACES)' hack/deploy.sh $(INSTALLER) $(KUBECTL)
 
-undeploy: ## Remove the operator and keep the API: the CRD, the Promociones and their shops stay, serving.
+undeploy: ## Remove the operator, from its namespace and from default, and keep the API: the CRD, the Promociones and their shops stay, serving.
 	@hack/undeploy.sh $(KUBECTL)
 
 image: ## Build the image IMG without Docker, for PLATFORMS, into bin/operador-promociones.tar (docker load, podman load, ctr import, crane push).

@@ -23,9 +23,11 @@ if [ -n "$("$kubectl" get crd "$crd" --ignore-not-found -o name)" ]; then
 	echo "    every shop stops serving"
 	echo "  the CRD's guard and the roles promocion-editor and promocion-viewer"
 	echo "To remove only the operator and keep all of this: make undeploy."
-	if [ -n "$("$kubectl" get deployment operador-promociones -n default --ignore-not-found -o name)" ]; then
-		echo "(The operator still runs in default: without its CRD it logs errors until make undeploy removes it.)"
-	fi
+	for ns in operador-promociones-system default; do
+		if [ -n "$("$kubectl" get deployment operador-promociones -n "$ns" --ignore-not-found -o name)" ]; then
+			echo "(The operator still runs in $ns: without its CRD it logs errors until make undeploy removes it.)"
+		fi
+	done
 	if [ "${CONFIRM:-}" != yes ]; then
 		if [ ! -t 0 ]; then
 			echo "Nothing deleted: there is no terminal to ask. Run make uninstall CONFIRM=yes to delete it all." >&2

@@ -63,7 +63,25 @@ func TestChartIsGenerated(t *testing.T) {
 }
 
 func TestChartLint(t *testing.T) {
-	run(t, nil, helm, "lint", "--strict", chart)
+	run(t, nil, helm, "lint", "--strict", "--namespace", operatorNamespace, chart)
+}
+
+// operatorNamespace is where a team installs the operator, as docs/helm.md
+// says and dist/install.yaml does.
+const operatorNamespace = "operador-promociones-system"
+
+// The chart refuses the namespace default, with a message that says why and
+// what to run instead; any other is the operator's.
+func TestChartRefusesDefault(t *testing.T) {
+	_, err := try(nil, helm, "template", "operador-promociones", chart, "--namespace", "default")
+	if err == nil {
+		t.Fatal("helm template accepted the namespace default")
+	}
+	for _, want := range []string{"must not run in the namespace default", "every editor of default", "-n operador-promociones-system --create-namespace"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q:\n%v", want, err)
+		}
+	}
 }
 
 // defaultImage is deploy.yaml's, which is also the Makefile's IMG.
@@ -89,8 +107,14 @@ func TestChartRendersInstallYAML(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := objects(t, run(t, c.env, filepath.Join(root, "hack", "installer.sh"), c.image, "-", kubectl))
 			got := objects(t, render(t, c.values))
+			// The namespace itself: Helm's --create-namespace makes it, as
+			// docs/helm.md says, and a chart does not own its release's.
+			if want["Namespace /"+operatorNamespace] == nil {
+				t.Errorf("dist/install.yaml makes no namespace %s", operatorNamespace)
+			}
+			delete(want, "Namespace /"+operatorNamespace)
 			for _, objs := range []map[string]map[string]any{want, got} {
-				if d := objs["Deployment default/operador-promociones"]; d != nil {
+				if d := objs["Deployment "+operatorNamespace+"/operador-promociones"]; d != nil {
 					c, err := operatorContainer(d)
 					if err != nil {
 						t.Fatal(err)
@@ -128,7 +152,7 @@ func TestChartRendersInstallYAML(t *testing.T) {
 func TestChartValues(t *testing.T) {
 	deployment := func(objs map[string]map[string]any) map[string]any {
 		t.Helper()
-		d := objs["Deployment default/operador-promociones"]
+		d := objs["Deployment "+operatorNamespace+"/operador-promociones"]
 		if d == nil {
 			t.Fatal("no Deployment")
 		}
@@ -156,7 +180,7 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("%s rendered with metrics off", k)
 			}
 		}
-		if !has(defaults, "Service default/operador-promociones-metrics") {
+		if !has(defaults, "Service "+operatorNamespace+"/operador-promociones-metrics") {
 			t.Error("no metrics Service with the defaults")
 		}
 	})
@@ -181,9 +205,9 @@ func TestChartValues(t *testing.T) {
 	t.Run("monitoring", func(t *testing.T) {
 		objs := objects(t, render(t, "metrics: {enabled: true, serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}\nnetworkPolicy: {enabled: true}"))
 		for file, key := range map[string]string{
-			"servicemonitor.yaml": "ServiceMonitor default/operador-promociones",
-			"prometheusrule.yaml": "PrometheusRule default/operador-promociones",
-			"networkpolicy.yaml":  "NetworkPolicy default/operador-promociones-metrics",
+			"servicemonitor.yaml": "ServiceMonitor " + operatorNamespace + "/operador-promociones",
+			"prometheusrule.yaml": "PrometheusRule " + operatorNamespace + "/operador-promociones",
+			"networkpolicy.yaml":  "NetworkPolicy " + operatorNamespace + "/operador-promociones-metrics",
 		} {
 			data, err := os.ReadFile(filepath.Join(root, "manifiestos", "monitoring", file))
 			if err != nil {
@@ -226,7 +250,7 @@ podDisruptionBudget: {enabled: false}`))
 		if pod["imagePullSecrets"] != nil {
 			t.Errorf("imagePullSecrets %v, want none", pod["imagePullSecrets"])
 		}
-		if has(objs, "PodDisruptionBudget default/operador-promociones") {
+		if has(objs, "PodDisruptionBudget "+operatorNamespace+"/operador-promociones") {
 			t.Error("a PodDisruptionBudget while disabled")
 		}
 	})
@@ -297,10 +321,10 @@ func lastWins(args []any) []any {
 }
 
 // render is helm template of the chart with the defaults and values (YAML),
-// CRDs included and the test hook left out, in namespace default.
+// CRDs included and the test hook left out, in the operator's namespace.
 func render(t *testing.T, values string) string {
 	t.Helper()
-	args := []string{"template", "operador-promociones", chart, "--namespace", "default", "--include-crds", "--skip-tests"}
+	args := []string{"template", "operador-promociones", chart, "--namespace", operatorNamespace, "--include-crds", "--skip-tests"}
 	if values != "" {
 		args = append(args, "--values", valuesFile(t, values))
 	}
