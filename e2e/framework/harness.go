@@ -38,13 +38,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The lesson's Promocion, the operator's ServiceAccount as the API server
-// names it, and how long a test waits for a thing to become true.
+// The lesson's Promocion; the operator's namespace in a team's install
+// (manifiestos/sistema/namespace.yaml); the operator's ServiceAccount as the
+// API server names it, in the lesson's layout (default) and in a team's; and
+// how long a test waits for a thing to become true.
 const (
-	LessonName   = "rebajas-verano"
-	LessonBanner = "https://tienda.example.com"
-	OperatorUser = "system:serviceaccount:default:operador-promociones"
-	WaitTimeout  = 90 * time.Second
+	LessonName       = "rebajas-verano"
+	LessonBanner     = "https://tienda.example.com"
+	SystemNamespace  = "operador-promociones-system"
+	OperatorUser     = "system:serviceaccount:default:operador-promociones"
+	TeamOperatorUser = "system:serviceaccount:" + SystemNamespace + ":operador-promociones"
+	WaitTimeout      = 90 * time.Second
 )
 
 // Lesson is one test's view of its suite's cluster.
@@ -748,8 +752,14 @@ func (l *Lesson) WaitListo(ns string, n int) {
 // ServiceAccount sa of default, as a Pod running as sa would have.
 func (l *Lesson) ServiceAccountKubeconfig(sa string) string {
 	l.T.Helper()
-	token := l.Kubectl("create", "token", sa, "-n", "default", "--duration=3h")
-	return l.writeKubeconfig(sa, fmt.Sprintf("{token: %q}", token))
+	return l.ServiceAccountKubeconfigIn("default", sa)
+}
+
+// ServiceAccountKubeconfigIn is ServiceAccountKubeconfig for the ServiceAccount sa of ns.
+func (l *Lesson) ServiceAccountKubeconfigIn(ns, sa string) string {
+	l.T.Helper()
+	token := l.Kubectl("create", "token", sa, "-n", ns, "--duration=3h")
+	return l.writeKubeconfig(ns+"-"+sa, fmt.Sprintf("{token: %q}", token))
 }
 
 // writeKubeconfig writes name.kubeconfig for the cluster that kubectl talks

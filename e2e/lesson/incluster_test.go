@@ -47,7 +47,7 @@ func TestLessonInCluster(t *testing.T) {
 	_ = framework.ClusterSh("node", "ctr", "images", "rm", operatorImage).Run() // a node that never pulled it
 
 	l.Step("4", "the registry is the meeting point: the credentials, then sa.yaml and deploy.yaml as they are, before the push")
-	l.createPullSecret()
+	l.createPullSecret("default")
 	l.Kubectl("apply", "-f", manifest("sa.yaml"))
 	l.Kubectl("apply", "-f", manifest("deploy.yaml"))
 	l.waitForPullRefused("not found")
@@ -63,11 +63,11 @@ func TestLessonInCluster(t *testing.T) {
 	}
 	l.Logf("pushed, but without the secret: the registry answers 401, and the kubelet is refused")
 
-	l.createPullSecret()
+	l.createPullSecret("default")
 	l.Kubectl("delete", "pods", "-l", "app=operador-promociones", "--wait=false")
 
 	l.Step("5", "the operator is no longer an administrator: kubectl logs -l app=operador-promociones")
-	pods := l.waitForOperatorPods(2)
+	pods := l.waitForOperatorPods("default", 2)
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 	l.Eventually("the logs show the API server refusing the ServiceAccount", func() error {
 		logs := l.Kubectl("logs", "-l", "app=operador-promociones", "--tail=-1")
@@ -86,7 +86,7 @@ func TestLessonInCluster(t *testing.T) {
 	l.Kubectl("apply", "-f", manifest("rbac.yaml"))
 	l.Kubectl("apply", "-f", manifest("")) // and the rest of manifiestos/: the metrics' roles, the users', the CRD's guard
 	l.waitForRow("3", "3", "Listo")
-	if now := l.waitForOperatorPods(2); !slices.Equal(now, pods) {
+	if now := l.waitForOperatorPods("default", 2); !slices.Equal(now, pods) {
 		t.Errorf("the operator's pods changed from %v to %v: something restarted them", pods, now)
 	}
 	if restarts := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o", "jsonpath={.items[*].status.containerStatuses[0].restartCount}"); restarts != "0 0" {
@@ -118,14 +118,15 @@ func TestLessonInCluster(t *testing.T) {
 	}
 	l.Logf("each pod's nginx logged the kubelet's probes (kube-probe), answered 200")
 	l.checkPage(framework.LessonBanner)
+	l.noTokenInWebPods(framework.LessonName)
 
 	l.Step("7", "the leader's Pod deleted: the Lease passes to another replica, and the Deployment makes a third")
-	old := l.leaseHolder()
+	old := l.leaseHolder("default")
 	l.Kubectl("delete", "pod", old, "--wait=false")
 	deleted := time.Now()
 	var next string
 	l.Eventually("another replica holds the Lease", func() error {
-		if next = l.leaseHolder(); next == "" || next == old {
+		if next = l.leaseHolder("default"); next == "" || next == old {
 			return fmt.Errorf("holder %q", next)
 		}
 		return nil
@@ -135,7 +136,7 @@ func TestLessonInCluster(t *testing.T) {
 		role = "the Deployment's new Pod, which asked before the standby's next retry"
 	}
 	l.Logf("FIGURE leader handover after deleting its Pod: %s, to %s (%s)", time.Since(deleted).Round(time.Millisecond), next, role)
-	after := l.waitForOperatorPods(2)
+	after := l.waitForOperatorPods("default", 2)
 	if slices.Contains(after, old) {
 		t.Errorf("the deleted leader %s is still among %v", old, after)
 	}
@@ -160,7 +161,7 @@ func TestLessonInCluster(t *testing.T) {
 	if err := evict(after[1]); !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "disruption budget") {
 		t.Errorf("evicting the second replica, %s: %v, want a refusal by the disruption budget", after[1], err)
 	}
-	l.waitForOperatorPods(2)
+	l.waitForOperatorPods("default", 2)
 	l.Logf("the first eviction passed, the second was refused (429) until a new replica was Ready")
 
 	l.Step("8", "a new banner rolls the pods, and the Service serves the new page")
@@ -199,9 +200,9 @@ func (l *lesson) removeOperatorAtCleanup() {
 	})
 }
 
-// leaseHolder is the Pod that holds the operator's Lease, or "".
-func (l *lesson) leaseHolder() string {
-	holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-o", "jsonpath={.spec.holderIdentity}")
+// leaseHolder is the Pod that holds the operator's Lease in ns, or "".
+func (l *lesson) leaseHolder(ns string) string {
+	holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}")
 	return strings.Split(holder, "_")[0]
 }
 
@@ -215,14 +216,14 @@ func (l *lesson) pushOperatorImage() {
 }
 
 // createPullSecret creates deploy.yaml's imagePullSecret, registry-credentials,
-// in the default namespace, with the cluster registry's credentials, as the
-// lesson's playground has it.
-func (l *lesson) createPullSecret() {
+// in the operator's namespace ns (default in the lesson), with the cluster
+// registry's credentials, as the lesson's playground has it.
+func (l *lesson) createPullSecret(ns string) {
 	l.T.Helper()
-	l.Kubectl("delete", "secret", "--ignore-not-found", "registry-credentials") // one left by a test that failed
+	l.Kubectl("delete", "secret", "--ignore-not-found", "registry-credentials", "-n", ns) // one left by a test that failed
 	user, password, _ := strings.Cut(strings.TrimSpace(framework.ReadFile(l.T, filepath.Join(framework.Env.ClusterDir, "registry", "credentials"))), ":")
 	l.Kubectl("create", "secret", "docker-registry", "registry-credentials", "--docker-server=registry.iximiuz.com",
-		"--docker-username="+user, "--docker-password="+password)
+		"--docker-username="+user, "--docker-password="+password, "-n", ns)
 }
 
 // waitForPullRefused waits until every operator Pod waits in ImagePullBackOff,
@@ -271,14 +272,14 @@ func (l *lesson) applyYAML(what, manifests string) {
 	l.Kubectl("apply", "-f", f)
 }
 
-// waitForOperatorPods waits until the operator's Deployment has n Pods, all
-// Running and Ready through their probes on the real nodes, the first two on
-// different nodes (deploy.yaml's topology spread), and returns their names.
-func (l *lesson) waitForOperatorPods(n int) []string {
+// waitForOperatorPods waits until the operator's Deployment in ns has n Pods,
+// all Running and Ready through their probes on the real nodes, the first two
+// on different nodes (deploy.yaml's topology spread), and returns their names.
+func (l *lesson) waitForOperatorPods(ns string, n int) []string {
 	l.T.Helper()
 	var names []string
-	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready, on both real nodes", n), func() error {
-		out := l.Kubectl("get", "pods", "-l", "app=operador-promociones", "-o",
+	l.Eventually(fmt.Sprintf("%d operator Pods Running and Ready in %s, on both real nodes", n, ns), func() error {
+		out := l.Kubectl("get", "pods", "-n", ns, "-l", "app=operador-promociones", "-o",
 			`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		names = nil
 		nodes := map[string]bool{}
@@ -456,6 +457,29 @@ func (l *lesson) chromium(args ...string) string {
 		l.T.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, framework.LastLines(stderr.String(), 10))
 	}
 	return string(out)
+}
+
+// noTokenInWebPods checks that no web pod of promocion (in default) holds an
+// API token: none in its spec, and none in its container's filesystem, where
+// the kubelet would mount it (the namespace's ServiceAccount mounts one unless
+// the pod says no).
+func (l *lesson) noTokenInWebPods(promocion string) {
+	l.T.Helper()
+	const tokenDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	pods := strings.Fields(l.Kubectl("get", "pods", "-l", "tienda.example.com/promocion="+promocion, "-o", "jsonpath={.items[*].metadata.name}"))
+	if len(pods) == 0 {
+		l.T.Fatalf("no web pod of %s", promocion)
+	}
+	for _, pod := range pods {
+		spec := l.Kubectl("get", "pod", pod, "-o", "jsonpath={.spec.automountServiceAccountToken} {.spec.volumes[*].projected.sources[*].serviceAccountToken.path} {.spec.containers[*].volumeMounts[*].mountPath}")
+		if !strings.HasPrefix(spec, "false ") || strings.Contains(spec, "token") || strings.Contains(spec, tokenDir) {
+			l.T.Errorf("pod %s: automountServiceAccountToken, token volumes and mounts: %q", pod, spec)
+		}
+		if out := l.Kubectl("exec", pod, "-c", "web", "--", "sh", "-c", "if [ -e "+tokenDir+" ]; then ls "+tokenDir+"; else echo none; fi"); out != "none" {
+			l.T.Errorf("pod %s holds %s: %s", pod, tokenDir, out)
+		}
+	}
+	l.Logf("no web pod holds an API token: none in their spec, none at %s in their containers", tokenDir)
 }
 
 // nodeContainers lists the containers on the real nodes of the pods of a Promocion.

@@ -56,7 +56,7 @@ func TestLeccion(t *testing.T) {
 	tr.step("4", "Now, inside the cluster", "`make image` and `make push` stand for the lesson's `docker build` and `docker push`; the registry asks for credentials, and the kubelet gets them from `registry-credentials`:")
 	l.pushOperatorImage()
 	tr.command("make image && make push", "cluster: pushed "+operatorImage)
-	l.createPullSecret()
+	l.createPullSecret("default")
 	tr.command("kubectl create secret docker-registry registry-credentials --docker-server=registry.iximiuz.com --docker-username=tienda --docker-password=...",
 		"secret/registry-credentials created")
 	tr.show("apply", "-f", manifest("sa.yaml"))

@@ -35,10 +35,10 @@ func TestNodeLoss(t *testing.T) {
 	l.deployInCluster()
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found") })
-	l.waitForOperatorPods(2)
+	l.waitForOperatorPods("default", 2)
 	l.waitForWebPods(3, framework.LessonBanner)
 
-	leader := l.leaseHolder()
+	leader := l.leaseHolder("default")
 	lost := l.Kubectl("get", "pod", leader, "-o", "jsonpath={.spec.nodeName}")
 	survivor := framework.RealNodes[0]
 	if survivor == lost {
@@ -67,7 +67,7 @@ func TestNodeLoss(t *testing.T) {
 		return l.nodeReady(lost, "Unknown")
 	})
 	newLeader := l.WaitFor("the other replica holds the Lease", within, 200*time.Millisecond, func() error {
-		if h := l.leaseHolder(); h == "" || h == leader {
+		if h := l.leaseHolder("default"); h == "" || h == leader {
 			return fmt.Errorf("holder %q", h)
 		}
 		return nil
@@ -113,7 +113,7 @@ func TestNodeLoss(t *testing.T) {
 func (l *lesson) deployInCluster() {
 	l.T.Helper()
 	l.pushOperatorImage()
-	l.createPullSecret()
+	l.createPullSecret("default")
 	l.removeOperatorAtCleanup()
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos"))
 }

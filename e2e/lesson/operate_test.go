@@ -229,14 +229,18 @@ func TestInstaller(t *testing.T) {
 		t.Fatalf("make build-installer: %v\n%s", err, b)
 	}
 	// --force-conflicts: objects that earlier tests applied client-side are
-	// here; what is checked is that the API server accepts these.
+	// here; what is checked is that the API server accepts these. A dry run
+	// makes no namespace, so the operator's is made first, as the file's first
+	// object would be.
+	l.systemNamespace()
 	applied := l.Kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", out, "-o", "json")
 	var list struct {
 		Items []struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
-				Name   string            `json:"name"`
-				Labels map[string]string `json:"labels"`
+				Name      string            `json:"name"`
+				Namespace string            `json:"namespace"`
+				Labels    map[string]string `json:"labels"`
 			} `json:"metadata"`
 			Spec struct {
 				Ports []struct {
@@ -259,6 +263,9 @@ func TestInstaller(t *testing.T) {
 	var metricsPort, metricsApp string
 	for _, item := range list.Items {
 		kinds = append(kinds, item.Kind+"/"+item.Metadata.Name)
+		if ns := item.Metadata.Namespace; ns != "" && ns != framework.SystemNamespace {
+			t.Errorf("install.yaml puts %s/%s in %s, want the operator's own namespace %s", item.Kind, item.Metadata.Name, ns, framework.SystemNamespace)
+		}
 		if item.Kind == "Service" && item.Metadata.Name == "operador-promociones-metrics" && len(item.Spec.Ports) > 0 {
 			metricsPort, metricsApp = item.Spec.Ports[0].Name, item.Metadata.Labels["app"]
 		}
@@ -268,7 +275,7 @@ func TestInstaller(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"CustomResourceDefinition/promociones.tienda.example.com", "ServiceAccount/operador-promociones", "ClusterRole/operador-promociones",
+	for _, want := range []string{"Namespace/" + framework.SystemNamespace, "CustomResourceDefinition/promociones.tienda.example.com", "ServiceAccount/operador-promociones", "ClusterRole/operador-promociones",
 		"ClusterRoleBinding/operador-promociones", "Role/operador-promociones-leader-election", "ClusterRole/operador-promociones-metrics-reader", "ClusterRole/operador-promociones-pprof-reader",
 		"ClusterRole/operador-promociones-metrics-auth", "ClusterRoleBinding/operador-promociones-metrics-auth",
 		"ClusterRole/promocion-editor", "ClusterRole/promocion-viewer", "Service/operador-promociones-metrics", "Deployment/operador-promociones",
@@ -281,8 +288,9 @@ func TestInstaller(t *testing.T) {
 	l.Logf("make build-installer IMG=%s: %d objects, accepted by the API server (server-side dry run), the image set", img, len(list.Items))
 
 	// The installer's parts: the API (make install, make uninstall) and the
-	// operator (make undeploy) are together all of manifiestos/, each object
-	// in one part only, as kubectl apply -f and -k see the folder.
+	// operator (make undeploy), with the operator's namespace, are together
+	// all of manifiestos/, each object in one part only, as kubectl apply -k
+	// sees the folder (kubectl apply -f, the lesson's, leaves the namespace out).
 	objects := func(yaml string) []string {
 		var names []string
 		for _, doc := range strings.Split(yaml, "\n---\n") {
@@ -307,12 +315,13 @@ func TestInstaller(t *testing.T) {
 	api, operator := part("PART=api"), part("PART=operator")
 	var files []string
 	yamls, _ := filepath.Glob(filepath.Join(l.Root, "manifiestos", "*.yaml"))
-	for _, f := range yamls {
+	inFolders, _ := filepath.Glob(filepath.Join(l.Root, "manifiestos", "sistema", "*.yaml"))
+	for _, f := range append(yamls, inFolders...) {
 		b, _ := os.ReadFile(f)
 		files = append(files, objects(string(b))...)
 	}
 	slices.Sort(files)
-	both := slices.Sorted(slices.Values(append(slices.Clone(api), operator...)))
+	both := slices.Sorted(slices.Values(append(append(slices.Clone(api), operator...), "Namespace/"+framework.SystemNamespace)))
 	kustomized := objects(l.Kubectl("kustomize", filepath.Join(l.Root, "manifiestos")))
 	switch {
 	case !slices.Equal(both, files):

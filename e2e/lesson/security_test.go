@@ -5,6 +5,7 @@ package lesson
 // neither removing the operator nor a slip of the hand loses the users' data.
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -20,6 +21,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // make runs a target of the Makefile on the tests' cluster, with their kubectl,
@@ -140,6 +144,100 @@ spec: {banner: "no es mío", replicas: 0}
 	o.Stop(t)
 }
 
+// A tenant cannot fill the operator's memory. The operator's label lets an
+// object into its cache, whoever put it there, and a Promocion is cached with
+// what its author wrote. The operator runs as in deploy.yaml (the Go
+// runtime's limit from 256Mi), every namespace watched. 40 ConfigMaps of 900
+// KB carrying its labels, in a namespace with no Promocion, raise its RSS by
+// under 10 MiB; 200 Promociones with an annotation of 100 KB each raise it by
+// under 10 MiB more than 200 plain ones. (Before the cache kept stubs of such
+// objects, the first raised it by 52 MiB, the second by 50 MiB against 8:
+// issue 49.)
+//
+// The RSS is read after a garbage collection (its heap profile's gc=1, with
+// --pprof), once the runtime has returned the freed pages: what the operator
+// keeps, not the garbage of decoding the objects, which the next collection
+// frees and which, in the container, the runtime's limit collects before it
+// could reach the container's. Each reading without it is logged too.
+func TestTenantCannotFillMemory(t *testing.T) {
+	l := newLesson(t)
+	metrics := filepath.Join(l.Root, "manifiestos", "metrics.yaml")
+	l.Kubectl("apply", "-f", metrics)
+	l.Kubectl("create", "serviceaccount", "perfilador", "-n", "default")
+	for _, role := range []string{"metrics-reader", "pprof-reader"} {
+		l.Kubectl("create", "clusterrolebinding", "perfilador-"+role, "--clusterrole=operador-promociones-"+role, "--serviceaccount=default:perfilador")
+	}
+	labelled, plain, annotated := l.Namespace("relleno"), l.Namespace("planas"), l.Namespace("anotadas")
+	t.Cleanup(func() {
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "clusterrolebinding/perfilador-metrics-reader", "clusterrolebinding/perfilador-pprof-reader")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "serviceaccount/perfilador", "-n", "default")
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "-f", metrics)
+		_, _ = l.TryKubectl("delete", "namespace", labelled, plain, annotated, "--wait=false")
+	})
+	o := l.Start(framework.Launch{Who: "memoria", SecureMetrics: true, Args: []string{"--pprof"},
+		Env: []string{"CONTAINER_MEMORY_LIMIT=268435456"}})
+	o.MetricsToken = l.Kubectl("create", "token", "perfilador", "-n", "default")
+	rss := func(what string) float64 {
+		l.WaitIdle(o)
+		_, before := o.RSS(t)
+		resp, err := o.Get("/debug/pprof/heap?gc=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /debug/pprof/heap?gc=1: %s", resp.Status)
+		}
+		// The least of readings a second apart, once they stop falling.
+		least := before
+		for calm := 0; calm < 5; {
+			time.Sleep(time.Second)
+			if _, now := o.RSS(t); now < least-0.1 {
+				least, calm = now, 0
+			} else {
+				calm++
+			}
+		}
+		l.Logf("FIGURE operator RSS %s: %.1f MiB after a garbage collection (%.1f before it)", what, least, before)
+		return least
+	}
+	l.WaitForLog(o, "the operator's workers started", "Starting workers")
+	idle := rss("idle")
+
+	l.Step("1", "40 ConfigMaps of 900 KB with the operator's labels, in a namespace with no Promocion")
+	big := strings.Repeat("x", 900<<10)
+	l.Parallel(40, 4, func(i int) error {
+		name := fmt.Sprintf("relleno-%d", i)
+		return l.C.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-html", Namespace: labelled,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "operador-promociones", "tienda.example.com/promocion": name}},
+			Data: map[string]string{"index.html": big}})
+	})
+	withConfigMaps := rss("with 40 labelled ConfigMaps of 900 KB")
+	if grew := withConfigMaps - idle; grew >= 10 {
+		t.Errorf("40 labelled ConfigMaps of 900 KB raised the operator's RSS by %.1f MiB, want under 10", grew)
+	}
+
+	l.Step("2", "200 Promociones with an annotation of 100 KB, beside 200 plain ones")
+	l.CreatePromociones(plain, 200, 0)
+	l.WaitListo(plain, 200)
+	withPlain := rss("with 200 plain Promociones")
+	note := strings.Repeat("x", 100<<10)
+	l.Parallel(200, 16, func(i int) error {
+		p := framework.Promocion(annotated, i, 0)
+		p.SetAnnotations(map[string]string{"tienda.example.com/nota": note})
+		return l.C.Create(context.Background(), p)
+	})
+	l.WaitListo(annotated, 200)
+	withAnnotated := rss("with 200 Promociones of 100 KB annotations more")
+	if more := (withAnnotated - withPlain) - (withPlain - withConfigMaps); more >= 10 {
+		t.Errorf("200 Promociones with 100 KB annotations raised the RSS by %.1f MiB, 200 plain ones by %.1f: %.1f MiB more, want under 10",
+			withAnnotated-withPlain, withPlain-withConfigMaps, more)
+	}
+	l.Logf("RSS idle %.1f MiB; +%.1f with the labelled ConfigMaps; +%.1f with 200 plain Promociones, +%.1f with 200 annotated ones",
+		idle, withConfigMaps-idle, withPlain-withConfigMaps, withAnnotated-withPlain)
+}
+
 // make deploy NAMESPACES=...: the operator from its image, in the cluster,
 // watching and writing only in two namespaces, as the API server enforces;
 // make undeploy removes it, and the shops keep serving with no operator;
@@ -150,8 +248,10 @@ func TestConfinedDeployUndeployDeploy(t *testing.T) {
 	}
 	l := newLesson(t)
 	l.pushOperatorImage()
-	l.createPullSecret()
-	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "secret", "registry-credentials") })
+	// The registry's credentials, in the namespace the operator will run in,
+	// made first so that its Pods pull at once.
+	system := l.systemNamespace()
+	l.createPullSecret(system)
 	// tienda-a's pods run on the real nodes, for real; tienda-b's and fuera's on kwok.
 	l.Kubectl("create", "namespace", "tienda-a")
 	l.Namespace("tienda-b")
@@ -163,14 +263,17 @@ func TestConfinedDeployUndeployDeploy(t *testing.T) {
 		_, _ = l.TryKubectl("delete", "namespace", "tienda-a", "tienda-b", "fuera", "--wait=false")
 	})
 
-	l.Step("1", "make deploy NAMESPACES=tienda-a,tienda-b, over an earlier install to every namespace")
+	l.Step("1", "make deploy NAMESPACES=tienda-a,tienda-b, over an earlier install to every namespace in default")
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sa.yaml"), "-f", filepath.Join(l.Root, "manifiestos", "rbac.yaml"))
 	deployed := time.Now()
 	l.mustMake(append([]string{"deploy"}, deploy...)...)
 	if out := l.Kubectl("get", "clusterrolebinding", "operador-promociones", "--ignore-not-found", "-o", "name"); out != "" {
 		t.Errorf("the grant to every namespace is still there: %s", out)
 	}
-	l.waitForOperatorPods(2)
+	if out := l.Kubectl("get", "serviceaccount,role,rolebinding", "-n", "default", "--field-selector", "metadata.name!=default", "-o", "name"); strings.Contains(out, "operador-promociones") {
+		t.Errorf("the earlier install's objects are still in default: %s", out)
+	}
+	l.waitForOperatorPods(system, 2)
 	l.applyYAML("escaparate", `apiVersion: tienda.example.com/v1
 kind: Promocion
 metadata: {name: escaparate, namespace: tienda-a}
@@ -188,7 +291,7 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	}
 	l.AuditFlushed()
 	inShops := func(r framework.Request) bool {
-		return r.User == framework.OperatorUser && (strings.Contains(r.URI, "/namespaces/tienda-a/") || strings.Contains(r.URI, "/namespaces/tienda-b/"))
+		return r.User == framework.TeamOperatorUser && (strings.Contains(r.URI, "/namespaces/tienda-a/") || strings.Contains(r.URI, "/namespaces/tienda-b/"))
 	}
 	if made := l.Audit(deployed, inShops); len(made) < 4*4 { // 3 children and a status each, at least
 		t.Fatalf("the audit log shows %d writes of the operator making 4 shops: it does not see them", len(made))
@@ -201,38 +304,42 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 		inside := slices.Contains(watched, ns)
 		for _, verb := range []string{"create", "update", "delete"} {
 			for _, child := range framework.Children() {
-				l.ExpectCanI(framework.OperatorUser, yes[inside], verb, child.Resource, "-n", ns)
+				l.ExpectCanI(framework.TeamOperatorUser, yes[inside], verb, child.Resource, "-n", ns)
 			}
 		}
-		l.ExpectCanI(framework.OperatorUser, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
-		l.ExpectCanI(framework.OperatorUser, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
-		l.ExpectCanI(framework.OperatorUser, yes[inside || ns == "default"], "create", "events.events.k8s.io", "-n", ns) // default: who leads
+		l.ExpectCanI(framework.TeamOperatorUser, yes[inside], "update", "promociones.tienda.example.com", "--subresource=status", "-n", ns)
+		l.ExpectCanI(framework.TeamOperatorUser, yes[inside], "list", "promociones.tienda.example.com", "-n", ns)
+		l.ExpectCanI(framework.TeamOperatorUser, yes[inside], "create", "events.events.k8s.io", "-n", ns)
 	}
 	for _, verb := range []string{"list", "create", "update", "delete"} {
 		for _, child := range framework.Children() {
-			l.ExpectCanI(framework.OperatorUser, "no", verb, child.Resource, "-A")
+			l.ExpectCanI(framework.TeamOperatorUser, "no", verb, child.Resource, "-A")
 		}
 	}
-	l.ExpectCanI(framework.OperatorUser, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "default") // its own Lease
-	l.ExpectCanI(framework.OperatorUser, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
-	token := l.ServiceAccountKubeconfig("operador-promociones")
+	l.ExpectCanI(framework.TeamOperatorUser, "yes", "update", "leases.coordination.k8s.io/operador-promociones", "-n", system) // its own Lease
+	l.ExpectCanI(framework.TeamOperatorUser, "yes", "create", "events.events.k8s.io", "-n", system)                            // who leads
+	l.ExpectCanI(framework.TeamOperatorUser, "no", "update", "leases.coordination.k8s.io/operador-promociones", "-n", "fuera")
+	token := l.ServiceAccountKubeconfigIn(system, "operador-promociones")
 	for _, ns := range []string{"fuera", "kube-system"} {
 		out, err := framework.RunCombined(l.KubectlBin, "--kubeconfig", token, "create", "configmap", "intruso", "-n", ns)
 		if err == nil || !strings.Contains(out, "forbidden") {
 			t.Errorf("the operator's token created a ConfigMap in %s: %v %s", ns, err, out)
 		}
 	}
-	l.Logf("yes in tienda-a and tienda-b, no in fuera, kube-system, default and cluster-wide; its token is refused a write in fuera and kube-system")
+	l.Logf("yes in tienda-a and tienda-b (and its Lease and events in %s), no in fuera, kube-system, default and cluster-wide; its token is refused a write in fuera and kube-system", system)
 
 	l.Step("3", "make undeploy: the operator goes, the Promociones and their shops stay, serving")
 	before := l.shops(watched)
 	l.mustMake("undeploy") // it finds the RoleBindings of the confined install itself
-	l.Eventually("no operator Pod, ServiceAccount, RBAC or metrics Service left", func() error {
-		if out := l.Kubectl("get", "deployments,pods,serviceaccounts,services,roles,rolebindings", "-n", "default", "-l", "app=operador-promociones", "-o", "name"); out != "" {
-			return fmt.Errorf("left: %s", out)
+	l.Eventually("no operator Pod, ServiceAccount, RBAC, Lease or metrics Service left", func() error {
+		for _, ns := range []string{system, "default"} {
+			if out := l.Kubectl("get", "deployments,pods,serviceaccounts,services,roles,rolebindings", "-n", ns, "-l", "app=operador-promociones", "-o", "name"); out != "" {
+				return fmt.Errorf("left in %s: %s", ns, out)
+			}
 		}
-		for _, obj := range []string{"serviceaccount/operador-promociones", "clusterrole/operador-promociones", "rolebinding/operador-promociones -n tienda-a",
-			"rolebinding/operador-promociones -n tienda-b", "clusterrolebinding/operador-promociones-metrics-auth", "service/operador-promociones-metrics"} {
+		for _, obj := range []string{"serviceaccount/operador-promociones -n " + system, "role/operador-promociones-leader-election -n " + system,
+			"lease/operador-promociones -n " + system, "clusterrole/operador-promociones", "rolebinding/operador-promociones -n tienda-a",
+			"rolebinding/operador-promociones -n tienda-b", "clusterrolebinding/operador-promociones-metrics-auth", "service/operador-promociones-metrics -n " + system} {
 			if out := l.Kubectl(append(append([]string{"get"}, strings.Fields(obj)...), "--ignore-not-found", "-o", "name")...); out != "" {
 				return fmt.Errorf("left: %s", out)
 			}
@@ -240,8 +347,8 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 		return nil
 	})
 	for _, kept := range []string{"crd/promociones.tienda.example.com", "validatingadmissionpolicy/operador-promociones-protect-crd",
-		"clusterrole/promocion-editor", "clusterrole/promocion-viewer"} {
-		if _, err := l.TryKubectl("get", kept); err != nil {
+		"clusterrole/promocion-editor", "clusterrole/promocion-viewer", "secret/registry-credentials -n " + system} {
+		if _, err := l.TryKubectl(append([]string{"get"}, strings.Fields(kept)...)...); err != nil {
 			t.Errorf("make undeploy deleted %s: %v", kept, err)
 		}
 	}
@@ -255,9 +362,9 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 	l.AuditFlushed()
 	redeployed := time.Now()
 	l.mustMake(append([]string{"deploy"}, deploy...)...)
-	pods := l.waitForOperatorPods(2)
-	leader := l.waitForLeader(pods)
-	l.waitReconciled(leader, 4)
+	pods := l.waitForOperatorPods(system, 2)
+	leader := l.waitForLeader(system, pods)
+	l.waitReconciled(system, leader, 4)
 	l.AuditFlushed()
 	if writes := l.Audit(redeployed, inShops); len(writes) > 0 {
 		t.Errorf("the operator wrote %d times to the shops it took back:\n%s", len(writes), framework.First(writes, 20))
@@ -266,6 +373,82 @@ spec: {banner: "Rebajas confinadas", replicas: 2}
 		t.Errorf("the shops changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
 	l.Logf("the new leader %s reconciled all 4 Promociones: 0 writes in tienda-a and tienda-b; the Promociones, children and pods as before", leader)
+}
+
+// systemNamespace makes the operator's own namespace, as the installer does
+// (manifiestos/sistema/namespace.yaml), once one left by an earlier test is
+// gone; when the test ends, it goes, with what the test put in it.
+func (l *lesson) systemNamespace() string {
+	l.T.Helper()
+	ns := framework.SystemNamespace
+	gone := func() error {
+		if out := l.Kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "name"); out != "" {
+			return fmt.Errorf("%s is still there", out)
+		}
+		return nil
+	}
+	l.Eventually("no namespace "+ns+" left by an earlier test", gone)
+	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "sistema", "namespace.yaml"))
+	l.T.Cleanup(func() {
+		_, _ = l.TryKubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false")
+		l.Eventually("the namespace "+ns+" gone", gone)
+	})
+	return ns
+}
+
+// kubectlAs runs kubectl as someone.
+type kubectlAs func(args ...string) (string, error)
+
+// editorOfDefault makes a user bound to the built-in edit role in default (a
+// ServiceAccount, with its token), as a team gives its developers, and
+// returns how to run kubectl as them.
+func (l *lesson) editorOfDefault() kubectlAs {
+	l.T.Helper()
+	const editor = "editor-de-default"
+	l.Kubectl("create", "serviceaccount", editor, "-n", "default")
+	l.Kubectl("create", "rolebinding", editor, "-n", "default", "--clusterrole=edit", "--serviceaccount=default:"+editor)
+	l.T.Cleanup(func() {
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "-n", "default", "serviceaccount/"+editor, "rolebinding/"+editor)
+		_, _ = l.TryKubectl("delete", "--ignore-not-found", "-n", "kube-system", "deployment/intruso")
+	})
+	kc := l.ServiceAccountKubeconfig(editor)
+	return func(args ...string) (string, error) {
+		return framework.RunCombined(l.KubectlBin, append([]string{"--kubeconfig", kc}, args...)...)
+	}
+}
+
+// editorOfDefaultCannotActAsOperator checks that a user bound to the built-in
+// edit role in default cannot write outside default through the operator,
+// which runs in system, by any means edit gives them: impersonating its
+// ServiceAccount (or the one the lesson's layout had in default), a token
+// for it, or its Deployment and Lease. Each write is tried for real; none may
+// land. As a control, the same user may impersonate and make tokens for the
+// ServiceAccounts of default, which is why the operator must not run there.
+func (l *lesson) editorOfDefaultCannotActAsOperator(as kubectlAs, system string) {
+	l.T.Helper()
+	if out, err := as("create", "token", "default", "-n", "default"); err != nil {
+		l.T.Fatalf("the editor of default cannot make a token for default's ServiceAccount, so this check proves nothing: %v %s", err, out)
+	}
+	if out, err := as("auth", "can-i", "impersonate", "serviceaccounts", "-n", "default"); err != nil || strings.TrimSpace(out) != "yes" {
+		l.T.Fatalf("the editor of default may not impersonate default's ServiceAccounts (%q), so this check proves nothing", out)
+	}
+	intrude := []string{"create", "deployment", "intruso", "-n", "kube-system", "--image=registry.example.com/intruso:1"}
+	for what, args := range map[string][]string{
+		"impersonating the operator":                       append([]string{"--as=system:serviceaccount:" + system + ":operador-promociones"}, intrude...),
+		"impersonating the lesson layout's ServiceAccount": append([]string{"--as=" + framework.OperatorUser}, intrude...),
+		"a token for the operator":                         {"create", "token", "operador-promociones", "-n", system},
+		"the operator's Deployment":                        {"set", "image", "deployment/operador-promociones", "-n", system, "operador=registry.example.com/intruso:1"},
+		"the operator's Lease":                             {"annotate", "lease", "operador-promociones", "-n", system, "intruso=si"},
+		"a Pod in the operator's namespace":                {"run", "intruso", "-n", system, "--image=registry.example.com/intruso:1", "--overrides", `{"spec":{"serviceAccountName":"operador-promociones"}}`},
+	} {
+		if out, err := as(args...); err == nil || !strings.Contains(out, "forbidden") {
+			l.T.Errorf("the editor of default, through %s: %v, want forbidden\n%s", what, err, out)
+		}
+	}
+	if _, err := l.TryKubectl("get", "deployment", "intruso", "-n", "kube-system"); err == nil {
+		l.T.Error("a Deployment intruso was made in kube-system")
+	}
+	l.Logf("an editor of default: forbidden to impersonate the operator, make its token, or change its Deployment, Lease or namespace; no Deployment in kube-system")
 }
 
 // shops is what a change to the shops of namespaces would show: each
@@ -305,25 +488,24 @@ func (l *lesson) serves(ns, promocion, banner string) {
 	})
 }
 
-// waitForLeader waits until one of pods holds the operator's Lease, and returns it.
-func (l *lesson) waitForLeader(pods []string) string {
+// waitForLeader waits until one of pods holds the operator's Lease in ns, and returns it.
+func (l *lesson) waitForLeader(ns string, pods []string) string {
 	l.T.Helper()
 	var leader string
 	l.Eventually("one of the operator's Pods leads", func() error {
-		holder, _ := l.TryKubectl("get", "lease", "operador-promociones", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}")
-		if leader = strings.Split(holder, "_")[0]; !slices.Contains(pods, leader) {
-			return fmt.Errorf("the Lease is held by %q", holder)
+		if leader = l.leaseHolder(ns); !slices.Contains(pods, leader) {
+			return fmt.Errorf("the Lease is held by %q", leader)
 		}
 		return nil
 	})
 	return leader
 }
 
-// waitReconciled waits until the operator's Pod pod has reconciled n
+// waitReconciled waits until the operator's Pod pod, in ns, has reconciled n
 // Promociones since it started, and has nothing queued or in progress: it
 // reads the Pod's /metrics through kubectl port-forward, with the token of a
 // ServiceAccount bound to the metrics reader's role, as a scraper would.
-func (l *lesson) waitReconciled(pod string, n int) {
+func (l *lesson) waitReconciled(ns, pod string, n int) {
 	l.T.Helper()
 	l.Kubectl("create", "serviceaccount", "lector-metricas", "-n", "default")
 	l.Kubectl("create", "clusterrolebinding", "lector-metricas", "--clusterrole=operador-promociones-metrics-reader", "--serviceaccount=default:lector-metricas")
@@ -332,7 +514,7 @@ func (l *lesson) waitReconciled(pod string, n int) {
 		_, _ = l.TryKubectl("delete", "--ignore-not-found", "serviceaccount/lector-metricas", "-n", "default")
 	})
 	token := l.Kubectl("create", "token", "lector-metricas", "-n", "default")
-	addr, stop := l.portForwardTo("-n", "default", "pod/"+pod, ":8443")
+	addr, stop := l.portForwardTo("-n", ns, "pod/"+pod, ":8443")
 	defer stop()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the certificate is self-signed
 	metric := func(body, name, match string) float64 {
