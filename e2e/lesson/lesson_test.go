@@ -139,7 +139,10 @@ func TestLesson(t *testing.T) {
 	canI([]string{"create", "leases.coordination.k8s.io", "-n", "default"}, "yes")
 	canI([]string{"create", "events", "-A"}, "no") // the core events API: the operator uses events.k8s.io
 	l.Logf("kubectl auth can-i: yes to each verb the operator needs, no to every other")
-	l.Kubectl("apply", "-k", filepath.Join(l.Root, "manifiestos"), "--dry-run=server") // the Kustomization holds the same files
+	// The Kustomization holds the same files, for a team's install in the
+	// operator's own namespace: a dry run makes no namespace, so it is made first.
+	l.systemNamespace()
+	l.Kubectl("apply", "-k", filepath.Join(l.Root, "manifiestos"), "--dry-run=server")
 
 	l.Step("7", "sabotage: delete the Deployment, the Service and the ConfigMap")
 	uids := l.uids()
