@@ -22,7 +22,7 @@ LOCAL_KUBECTL = bin/kubectl --kubeconfig $(CLUSTER_KUBECONFIG)
 
 .DEFAULT_GOAL := help
 .PHONY: dev-on-host dev-in-cluster leccion
-.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test tools e2e bench bench-writes bench-report chaos k8s-binaries cluster cluster-down dev
+.PHONY: help build run install uninstall build-installer chart chart-push deploy undeploy image push docker-build docker-push fmt vet lint deps test-unit test tools e2e bench bench-ablation bench-writes bench-report chaos k8s-binaries cluster cluster-down dev
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -172,6 +172,8 @@ test: tools vet lint k8s-binaries ## Run every test: unit and integration agains
 	@hack/tools-aligned.sh
 	$(GO) test -count=1 ./manifiestos/monitoring/
 	$(GO) -C hack/chart test -count=1 ./...
+	@# The ablation's variants still apply to the code and compile (seconds; the ablation itself is make bench-ablation).
+	$(GO) test -count=1 ./e2e/framework/
 	@hack/debian-packages.sh podman
 	@# With BenchmarkWriteCost ten writes of each kind, to keep it working (make bench-writes measures).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -bench WriteCost -benchtime 10x .
@@ -192,6 +194,11 @@ leccion: k8s-binaries ## Write docs/leccion.md again: the lesson's Steps 1 to 9 
 bench: k8s-binaries ## Benchmarks at full scale, beside the two lesson baselines and a plain client (one and a half to two and a half hours): writes BENCHMARKS.md's run and bench/ (data, plots).
 	mkdir -p bench
 	CLUSTER_NODE=none BENCH_SCALE=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 180m -v -run 'TestBench$$' ./e2e/bench/
+
+bench-ablation: k8s-binaries ## The ablation (about five hours): each mechanism beyond the careful lesson taken out alone, its chaos scenarios, then 3 interleaved rounds of figures; writes BENCHMARKS.md's ablation and bench/ablation-results.json.
+	mkdir -p bench
+	CLUSTER_NODE=none hack/ablation-chaos.sh $(CURDIR)/bench
+	CLUSTER_NODE=none BENCH_ABLATION=full BENCH_OUT=$(CURDIR)/bench BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 -timeout 480m -v -run 'TestAblation$$' ./e2e/bench/
 
 bench-writes: k8s-binaries ## What each of the operator's writes costs the API server and etcd in CPU, beside the lesson's (about three minutes, on envtest).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -run '^$$' -bench WriteCost -benchtime 3s -count 5 .

@@ -146,6 +146,18 @@ func runSuite(m *testing.M, o Options) (int, error) {
 			return 1, err
 		}
 	}
+	// E2E_VARIANT=key: the suite's operator is that ablation variant
+	// (hack/ablation-chaos.sh runs the chaos scenarios so).
+	if key := os.Getenv("E2E_VARIANT"); key != "" {
+		v, ok := AblationVariant(key)
+		if !ok || len(v.Edits) == 0 || len(v.Args) > 0 {
+			return 1, fmt.Errorf("E2E_VARIANT=%s: no ablation variant of that key built by edits alone", key)
+		}
+		if Env.Operator, err = buildVariant(tmp, key, v.Edits...); err != nil {
+			return 1, err
+		}
+		fmt.Printf("the operator is the variant %s: %s taken out\n", key, v.Mechanism)
+	}
 	if childTable, err = readChildren(Env.ChildTable); err != nil {
 		return 1, err
 	}
