@@ -207,6 +207,10 @@ type candidate struct {
 	kubeconfig string
 	binary     string        // "" for the plain client, which runs in the test
 	c          client.Client // the plain client's, as its ServiceAccount
+	// product: this operator, or a variant of it (the ablation's), run as
+	// deploy.yaml runs it; args are flags it always gets.
+	product bool
+	args    []string
 }
 
 type bench struct {
@@ -324,7 +328,7 @@ func (b *bench) identities() {
 	b.T.Cleanup(func() { _, _ = b.TryKubectl("delete", "--ignore-not-found", "-f", rbac, "-f", metrics) })
 	b.perfil = b.Kubectl("create", "token", "bench-perfil", "-n", "default", "--duration=3h")
 	b.candidates = map[string]*candidate{
-		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator},
+		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator, product: true},
 		results.Leccion: {key: results.Leccion, user: "system:serviceaccount:default:bench-leccion", binary: framework.Env.Leccion},
 		results.Careful: {key: results.Careful, user: "system:serviceaccount:default:bench-leccion-careful", binary: framework.Env.LeccionCareful},
 		results.Plain:   {key: results.Plain, user: "system:serviceaccount:default:bench-plain"},
@@ -352,15 +356,16 @@ func (b *bench) startCandidate(c *candidate, who string, args ...string) *framew
 // token); the lesson baselines on a plain loopback listener (LECCION_PPROF).
 func (b *bench) startProfiled(c *candidate, who string, profiled bool, args ...string) (*framework.Operator, string) {
 	b.T.Helper()
+	args = append(slices.Clone(c.args), args...)
 	l := framework.Launch{Who: c.key + "-" + who, Binary: c.binary, Kubeconfig: c.kubeconfig, Args: args, Flagless: slices.Contains(results.Lessons, c.key)}
-	if c.key == results.Ours {
+	if c.product {
 		// As in the cluster: deploy.yaml hands the container's memory limit to
 		// the Go runtime (main.go's memoryLimit).
 		l.Env = []string{fmt.Sprintf("CONTAINER_MEMORY_LIMIT=%d", b.memLimit)}
 	}
 	var pprof string
 	switch {
-	case profiled && c.key == results.Ours:
+	case profiled && c.product:
 		l.SecureMetrics, l.Args = true, append(slices.Clone(args), "--pprof")
 	case profiled:
 		pprof = "http://" + framework.FreeAddresses(b.T, 1)[0]
@@ -655,10 +660,10 @@ func (b *bench) plainConverge(ctx context.Context, ns string, n, replicas, g int
 type finish struct{ written, listo time.Time }
 
 // watchFinish follows the Promociones of ns, from now on, and returns when n
-// are Listo; it closes seen (if not nil) once n exist. It follows a watch
+// are Listo; it closes seen (if not nil) once seenAt exist. It follows a watch
 // rather than polling a list: listing 1000 Promociones every few milliseconds
 // would load the API server more for some candidates than for others.
-func (b *bench) watchFinish(ctx context.Context, ns string, n int, seen chan struct{}) func() (finish, error) {
+func (b *bench) watchFinish(ctx context.Context, ns string, n, seenAt int, seen chan struct{}) func() (finish, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("tienda.example.com/v1")
 	list.SetKind("PromocionList")
@@ -674,7 +679,7 @@ func (b *bench) watchFinish(ctx context.Context, ns string, n int, seen chan str
 			want, _, _ := unstructured.NestedInt64(p.Object, "spec", "replicas")
 			written.set(p.GetName(), fase != "")
 			listo.set(p.GetName(), fase == "Listo" && ready == want)
-			if seen != nil && len(written.of) == n {
+			if seen != nil && len(written.of) >= seenAt {
 				close(seen)
 				seen = nil
 			}
@@ -835,7 +840,16 @@ func (b *bench) recoveryRound(c *candidate, r int) {
 	// once they all exist, every shop loses its three children at once.
 	loadNS := b.Namespace(fmt.Sprintf("bench-rec-load-%s-%d", c.key, r))
 	seen := make(chan struct{})
-	done := b.watchFinish(ctx, loadNS, b.sc.load, seen)
+	// The burst starts once the load's Promociones all exist, with an
+	// operator's backlog of them ahead; the plain client makes each one's
+	// children as it makes it, so its burst starts a tenth of the way in,
+	// while the rest of its load is still being written: each candidate's
+	// repairs are timed while its own load runs.
+	seenAt := b.sc.load
+	if c.binary == "" {
+		seenAt = max(1, b.sc.load/10)
+	}
+	done := b.watchFinish(ctx, loadNS, b.sc.load, seenAt, seen)
 	var converged atomic.Pointer[time.Time]
 	go func() {
 		f, err := done()
@@ -1032,7 +1046,7 @@ func (b *bench) convergeThen(section string, c *candidate, n, replicas, repeat i
 	}
 	auditFrom := b.AuditSize()
 	requests := b.apiRequests()
-	wait := b.watchFinish(ctx, ns, n, nil)
+	wait := b.watchFinish(ctx, ns, n, n, nil)
 	cpuFrom := b.processCPU(o)
 	var side sync.WaitGroup
 	if during != nil {

@@ -43,7 +43,29 @@ type Results struct {
 	Notes    []string         `json:"notes"`
 	Sections []SectionTime    `json:"sections"` // how long each section took
 	Parts    []string         `json:"parts"`    // the runs whose sections this holds: when, which, seed
+	// The ablation's (its own file, ablation-results.json): the variants of
+	// this operator it ran, each with one mechanism taken out.
+	Variants []Variant `json:"variants,omitempty"`
+	// Chaos is the chaos suite's ablation (TestAblationChaos), joined in: the
+	// scenarios run with a mechanism taken out, and whether each failed.
+	Chaos []ChaosCheck `json:"chaos,omitempty"`
+}
 
+// ChaosCheck is one chaos scenario run with a variant of this operator.
+type ChaosCheck struct {
+	Variant  string `json:"variant"`
+	Scenario string `json:"scenario"`
+	Failed   bool   `json:"failed"`
+	Finding  string `json:"finding,omitempty"` // the first failure, when it failed
+}
+
+// Variant is this operator with one mechanism taken out, for the ablation.
+type Variant struct {
+	Key       string   `json:"key"`
+	Mechanism string   `json:"mechanism"`
+	Lines     int      `json:"lines"`           // the mechanism's, counted from the code
+	Args      []string `json:"args,omitempty"`  // flags that take it out
+	Edits     []string `json:"edits,omitempty"` // or lines changed, for go build -overlay
 }
 
 type Noise struct {
