@@ -112,6 +112,31 @@ func (r *reportWriter) runs(section, cand, variant string) []results.Run {
 	return out
 }
 
+// present is those of keys that the run measured: the candidates of its
+// tables (a report of an older run has the lesson as printed beside them).
+func (r *reportWriter) present(keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		i := slices.IndexFunc(r.res.Runs, func(x results.Run) bool { return x.Candidate == k })
+		j := slices.IndexFunc(r.res.Recovery, func(x results.RecoverySample) bool { return x.Candidate == k })
+		if i >= 0 || j >= 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// variantsOf are the flags a section ran candidate c with, its defaults first.
+func (r *reportWriter) variantsOf(section, c string) []string {
+	out := []string{""}
+	for _, x := range r.res.Runs {
+		if x.Section == section && x.Candidate == c && !slices.Contains(out, x.Variant) {
+			out = append(out, x.Variant)
+		}
+	}
+	return out
+}
+
 func pick(runs []results.Run, f func(results.Run) float64) []float64 {
 	out := make([]float64, len(runs))
 	for i, x := range runs {
@@ -193,7 +218,15 @@ func (r *reportWriter) header() {
 		}
 		r.f("Sections: %s; together %.0f min%s, which with the set-up (the cluster, the ServiceAccounts, the template) is what one `make bench` takes.\n\n", strings.Join(took, ", "), total, where)
 	}
-	if len(r.res.Sections) == len(sections) {
+	bench := 0.0 // make bench's sections, without those apart
+	for _, x := range r.res.Sections {
+		if slices.Contains(sections, x.Name) {
+			bench += x.Minutes
+		}
+	}
+	if slices.IndexFunc(r.res.Sections, func(x results.SectionTime) bool { return !slices.Contains(sectionsApart, x.Name) }) >= 0 &&
+		len(slices.DeleteFunc(slices.Clone(r.res.Sections), func(x results.SectionTime) bool { return !slices.Contains(sections, x.Name) })) == len(sections) {
+		total = bench
 		figure := fmt.Sprintf("%.0f min", total)
 		if len(r.res.Parts) > 1 {
 			figure += fmt.Sprintf(", summed over the %d runs that measured them (one uninterrupted run not shown)", len(r.res.Parts))
@@ -201,7 +234,7 @@ func (r *reportWriter) header() {
 				figure += ", on more than one machine"
 			}
 		}
-		r.addGoal("One `make bench` under 90 minutes (its sections together)", met(total < 90), figure)
+		r.addGoal("One `make bench` under 90 minutes (its sections together, those of make bench-scale apart)", met(total < 90), figure)
 	}
 	if len(calib) == 0 {
 		r.f("Machine noise: not recorded for these sections (the harness then timed its calibration loop before convergence runs only).\n\n")
@@ -209,7 +242,7 @@ func (r *reportWriter) header() {
 		r.f("Machine noise over the run's %d measured runs and rounds: the calibration loop (SHA-256 of 64 MiB, CPU-bound) took %s ms, a spread of %.0f%% of its median; the 1-minute load average was %s.\n\n",
 			len(calib), c, 100*(c.hi-c.lo)/c.med, l)
 	}
-	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson** (the lesson's operator, `e2e/testdata/leccion`, as many newcomers write it), **lesson, careful** (the same code with its mutate functions setting only the fields they own inside the lists the API server defaults, the selector set only on create, and the status written only when it changed: `-tags careful`), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made). Every run and round starts from the same cluster: etcd's data, saved once after set-up, is put back (`hack/cluster.sh restore`: the control plane killed, the data copied back, the control plane started) and a probe Deployment's Pod made Ready before it begins. Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n")
+	r.f("Candidates, each a ServiceAccount (so API Priority and Fairness puts it in `workload-low`, as in production): **ours** (`operador-promociones`, defaults), **lesson, careful** (the lesson's operator, `e2e/testdata/leccion`, written as the lesson's words ask: its mutate functions setting only the fields they own inside the lists the API server defaults, the selector set only on create, and the status written only when it changed, `-tags careful`; one worker), **plain** (the best plain client: the same writes as ours, by 32 goroutines, each as soon as it can be made)%s. Every run and round starts from the same cluster: etcd's data, saved once after set-up, is put back (`hack/cluster.sh restore`: the control plane killed, the data copied back, the control plane started) and a probe Deployment's Pod made Ready before it begins. Runs are interleaved in a random order (the seed above); a figure is the median of its repeats with [min, max]; a ratio is marked *no difference shown* when either median lies within the other's range.\n\n", map[bool]string{true: "; and, in this older run, **lesson**, the lesson's operator as printed, whose every pass rewrites its children", false: ""}[len(r.present(results.Leccion)) > 0])
 }
 
 // whenOf names a recovery's conditions in the report.
@@ -229,7 +262,7 @@ func (r *reportWriter) recovery() {
 			when := whenOf(loaded)
 			per := map[string]map[string]fig{} // candidate → figure → over rounds
 			pooled := map[string][2]float64{}
-			for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
+			for _, c := range r.present(results.Ours, results.Leccion, results.Careful, results.Plain) {
 				rounds := map[int][]float64{}
 				var all []float64
 				for _, s := range r.res.Recovery {
@@ -291,7 +324,7 @@ func (r *reportWriter) recovery() {
 	}
 	r.f("Inside the operators during each round's idle deletions, and from its burst of deletions under load until every child was back (controller-runtime's own metrics, means per reconcile, every reconcile of the time counted: the recreations and the status updates that follow them, and under load the load's own):\n\n")
 	r.f("| candidate | when | round | reconciles | queued (ms) | in Reconcile (ms) | waiting for its own writes in the cache, per Get (ms) | waiting on the API server, per request (ms; ours only) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
+	for _, c := range r.present(results.Ours, results.Leccion, results.Careful) {
 		for _, loaded := range []bool{false, true} {
 			for _, in := range r.res.Inside {
 				if in.Candidate == c && in.Loaded == loaded {
@@ -332,7 +365,7 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 	for _, c := range cands {
 		heads = append(heads, short[c])
 	}
-	r.f("| figure | %s | ours ÷ the better lesson | ours ÷ plain |\n| --- |%s --- | --- |\n", strings.Join(heads, " | "), strings.Repeat(" --- |", len(cands)))
+	r.f("| figure | %s | ours ÷ the lesson | ours ÷ plain |\n| --- |%s --- | --- |\n", strings.Join(heads, " | "), strings.Repeat(" --- |", len(cands)))
 	for _, rw := range rows {
 		figs := map[string]fig{}
 		var cells []string
@@ -344,7 +377,7 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 			}
 		}
 		lesson, plain := "–", "–"
-		if slices.Contains(cands, results.Leccion) {
+		if slices.Contains(cands, results.Leccion) || slices.Contains(cands, results.Careful) {
 			l, which := betterLesson(figs)
 			lesson = ratio(figs[results.Ours], l) + " (" + which + ")"
 		}
@@ -357,7 +390,7 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 }
 
 func (r *reportWriter) headline() {
-	all := []string{results.Ours, results.Leccion, results.Careful, results.Plain}
+	all := r.present(results.Ours, results.Leccion, results.Careful, results.Plain)
 	r.f("### Convergence of %d Promociones of 1 replica, to Listo\n\n%d repeats per candidate, interleaved; each run in a fresh namespace, all %d created at once (32 at a time) by the user, the time running from the first create to the watch event that shows the last one Listo (Pods Ready on kwok's nodes), and beside it to the last one's first status (its children and status written). Writes are the candidate's own, from the API server's audit log.\n\n", r.sc.n, r.sc.repeats, r.sc.n)
 	r.table("headline", "", all)
 	med := func(c string, f func(results.Run) float64) fig { return figOf(pick(r.runs("headline", c, ""), f)) }
@@ -376,12 +409,12 @@ func (r *reportWriter) contention() {
 	if r.note("alone-apply-person") != "" {
 		person = fmt.Sprintf(", and the person **%s s**", r.note("alone-apply-person"))
 	}
-	r.f("%d runs of ours and of each lesson baseline at their defaults, and one of the plain client and of each of ours' other flags, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). A candidate's *writes in flight* is the mean number of its writes that the API server held at once while the users applied (each write's time from received to answered, in the audit log, over the applies' time): the share of a saturated API server that it took from them. The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", max(r.sc.contended, 1), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
+	r.f("%d runs of ours and of the careful lesson, and one of the plain client, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). A candidate's *writes in flight* is the mean number of its writes that the API server held at once while the users applied (each write's time from received to answered, in the audit log, over the applies' time): the share of a saturated API server that it took from them. The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", max(r.sc.contended, 1), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
 	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | its writes in flight while they applied | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	levels := []string{"workload-low", "global-default", "workload-high"}
 	var rows []string // of the APF table below
-	for _, c := range []string{results.Ours, results.Leccion, results.Careful, results.Plain} {
-		for _, v := range append([]string{""}, r.sc.limits...) {
+	for _, c := range r.present(results.Ours, results.Leccion, results.Careful, results.Plain) {
+		for _, v := range r.variantsOf("contention", c) {
 			limit := map[bool]string{true: "defaults", false: "`" + v + "`"}[v == ""]
 			for _, x := range r.runs("contention", c, v) {
 				person := "–"
@@ -432,25 +465,44 @@ func (r *reportWriter) contentionGoals() {
 }
 
 func (r *reportWriter) scale() {
-	r.f("### Scale: %v Promociones, replicas 0\n\n", r.sc.scaleNs)
-	byNs := map[string][]string{} // the candidates that run at fewer Ns, by those Ns
-	for _, c := range slices.Sorted(maps.Keys(r.sc.scaleOf)) {
-		byNs[fmt.Sprint(r.sc.scaleOf[c])] = append(byNs[fmt.Sprint(r.sc.scaleOf[c])], results.CandidateNames[c])
+	large := r.runs("large", results.Ours, "")
+	var ns []int
+	for _, x := range append(r.runs("scale", "", ""), large...) {
+		if !slices.Contains(ns, x.N) {
+			ns = append(ns, x.N)
+		}
 	}
-	for _, ns := range slices.Sorted(maps.Keys(byNs)) {
-		r.f("Of the candidates, %s run at N = %s only: the time of one `make bench`. ", strings.Join(byNs[ns], " and "), ns)
+	slices.Sort(ns)
+	r.f("### Scale: %v Promociones, replicas 0\n\n", ns)
+	r.f("Ours and the careful lesson at each N of the section, in a shuffled order each repeat")
+	if len(large) > 0 {
+		r.f("; ours alone at N = %d (`make bench-scale`, its runs a section apart: half an hour)", large[0].N)
 	}
-	r.f("One run per operator and N, shuffled at each N. Replicas 0: kwok's two nodes take 4000 Pods, fewer than the largest N, so Listo here needs the Deployment controller but no Pod (the lesson's operator says Listo at replicas 0 as soon as it has created the Deployment, before the Deployment controller has seen it).\n\n")
-	r.f("| N | candidate | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | settled: anonymous + file-backed (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
-		var prev *results.Run
-		for _, x := range r.runs("scale", c, "") {
+	r.f(". N = %d is also the headline's (replicas 1). Replicas 0: kwok's two nodes take 4000 Pods, fewer than the largest N, so Listo here needs the Deployment controller but no Pod.\n\n", r.sc.n)
+	r.f("| N | candidate | repeat | Listo (s) | written (s) | writes per Promocion | RSS peak / settled (MiB) | settled: anonymous + file-backed (MiB) | CPU (s) | CPU-ms per Promocion | API requests |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range r.present(results.Ours, results.Leccion, results.Careful) {
+		for _, x := range append(r.runs("scale", c, ""), r.runs("large", c, "")...) {
 			parts := "–" // not measured before issue 26's last runs
 			if x.AnonMiB > 0 {
 				parts = num(x.AnonMiB) + " + " + num(x.FileMiB)
 			}
-			r.f("| %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %.0f |\n", x.N, short[c], num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
+			r.f("| %d | %s | %d | %s | %s | %s | %s / %s | %s | %s | %s | %.0f |\n", x.N, short[c], x.Repeat, num(x.Listo), num(x.Written), num(float64(x.Children+x.Status)/float64(x.N)),
 				num(x.PeakMiB), num(x.SettledMiB), parts, num(x.CPUSeconds), num(1000*x.CPUSeconds/float64(x.N)), x.APIRequests)
+		}
+		// Slopes between consecutive N, of the medians over the repeats.
+		var prev *results.Run
+		for _, n := range ns {
+			var at []results.Run
+			for _, x := range append(r.runs("scale", c, ""), r.runs("large", c, "")...) {
+				if x.N == n {
+					at = append(at, x)
+				}
+			}
+			if len(at) == 0 {
+				continue
+			}
+			x := results.Run{N: n, SettledMiB: medianOf(pick(at, func(x results.Run) float64 { return x.SettledMiB })),
+				CPUSeconds: medianOf(pick(at, func(x results.Run) float64 { return x.CPUSeconds })), Listo: medianOf(pick(at, func(x results.Run) float64 { return x.Listo }))}
 			if prev != nil {
 				dn := float64(x.N-prev.N) / 1000
 				r.slope = append(r.slope, fmt.Sprintf("| %s | %d → %d | %s | %s | %s |", short[c], prev.N, x.N,
@@ -459,8 +511,10 @@ func (r *reportWriter) scale() {
 			prev = &x
 		}
 	}
-	r.f("\nSlopes between consecutive N: settled RSS per 1000 Promociones more, CPU per Promocion more, seconds to Listo per 1000 more.\n\n| candidate | N | MiB per 1000 | CPU-ms per Promocion | s to Listo per 1000 |\n| --- | --- | --- | --- | --- |\n%s\n\n", strings.Join(r.slope, "\n"))
-	r.f("![Convergence time against N](bench/convergence.svg) ![RSS against N](bench/rss.svg)\n\n")
+	if len(r.slope) > 0 {
+		r.f("\nSlopes between consecutive N, of the medians over the repeats: settled RSS per 1000 Promociones more, CPU per Promocion more, seconds to Listo per 1000 more.\n\n| candidate | N | MiB per 1000 | CPU-ms per Promocion | s to Listo per 1000 |\n| --- | --- | --- | --- | --- |\n%s\n\n", strings.Join(r.slope, "\n"))
+	}
+	r.f("\n![Convergence time against N](bench/convergence.svg) ![RSS against N](bench/rss.svg)\n\n")
 	r.memoryGoals()
 	r.cpuToListo()
 	r.profiles()
@@ -475,9 +529,11 @@ func (r *reportWriter) memoryGoals() {
 	bare := func(c string) float64 {
 		return figOf(pick(r.runs("memory-empty", c, ""), func(x results.Run) float64 { return x.SettledMiB })).med
 	}
+	// At the headline's N, its runs (replicas 1); at the others, the scale
+	// section's and the large one's.
 	at := func(c string, n int, f func(results.Run) float64) fig {
 		var v []float64
-		for _, x := range r.runs("scale", c, "") {
+		for _, x := range append(append(r.runs("scale", c, ""), r.runs("large", c, "")...), r.runs("headline", c, "")...) {
 			if x.N == n {
 				v = append(v, f(x))
 			}
@@ -485,7 +541,7 @@ func (r *reportWriter) memoryGoals() {
 		return figOf(v)
 	}
 	ns := map[int]bool{}
-	for _, x := range r.runs("scale", "", "") {
+	for _, x := range append(append(r.runs("scale", "", ""), r.runs("large", "", "")...), r.runs("headline", "", "")...) {
 		ns[x.N] = true
 	}
 	for _, n := range slices.Sorted(maps.Keys(ns)) {
@@ -500,9 +556,9 @@ func (r *reportWriter) memoryGoals() {
 			fmt.Sprintf("%s against %s MiB, over %d and %d runs", o, c, o.n, c.n))
 	}
 	limit, _ := strconv.ParseFloat(r.note("memory-limit"), 64)
-	if len(ns) > 0 && limit > 0 {
-		last := slices.Max(slices.Collect(maps.Keys(ns)))
-		if o := at(results.Ours, last, func(x results.Run) float64 { return x.PeakMiB }); o.n > 0 {
+	if large := r.runs("large", results.Ours, ""); len(large) > 0 && limit > 0 {
+		last := large[0].N
+		if o := figOf(pick(large, func(x results.Run) float64 { return x.PeakMiB })); o.n > 0 {
 			target := 0.8 * limit / (1 << 20)
 			r.addGoal(fmt.Sprintf("At N = %d, RSS peak at most 80%% of deploy.yaml's memory limit (%s of %s MiB; GOMEMLIMIT set from it, as in the container)", last, num(target), num(limit/(1<<20))),
 				judge(o, fig{target, target, target, 1}), fmt.Sprintf("%s MiB, over %d runs", o, o.n))
@@ -529,8 +585,8 @@ func (r *reportWriter) cpuToListo() {
 	procs := append(slices.Clone(clusterComponents), "operator", "harness")
 	var rows []string
 	var ours []results.Run
-	for _, c := range []string{results.Ours, results.Leccion, results.Careful} {
-		for _, x := range r.runs("scale", c, "") {
+	for _, c := range r.present(results.Ours, results.Leccion, results.Careful) {
+		for _, x := range append(r.runs("scale", c, ""), r.runs("large", c, "")...) {
 			if x.CPUToListo == nil {
 				continue
 			}

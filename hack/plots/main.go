@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"image/color"
@@ -115,7 +116,8 @@ func recovery(res *results.Results, kind, file string) error {
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
 }
 
-// againstN draws two figures of the scale runs against N per operator.
+// againstN draws two figures of the scale runs (and the large ones) against
+// N per operator, every repeat a point.
 func againstN(res *results.Results, title, ylabel, file string, pick func(listo, written, peak, settled float64) (float64, float64), first, second string) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -125,13 +127,17 @@ func againstN(res *results.Results, title, ylabel, file string, pick func(listo,
 	for _, c := range candidates {
 		var a, b plotter.XYs
 		for _, r := range res.Runs {
-			if r.Section == "scale" && r.Candidate == c {
+			if (r.Section == "scale" || r.Section == "large") && r.Candidate == c {
 				x, y := pick(r.Listo, r.Written, r.PeakMiB, r.SettledMiB)
 				a, b = append(a, plotter.XY{X: float64(r.N), Y: x}), append(b, plotter.XY{X: float64(r.N), Y: y})
 			}
 		}
 		if len(a) == 0 {
 			continue
+		}
+		// The repeats at each N, in order of N: the line goes through each.
+		for _, pts := range []plotter.XYs{a, b} {
+			slices.SortStableFunc(pts, func(p, q plotter.XY) int { return cmp.Compare(p.X, q.X) })
 		}
 		for i, pts := range []plotter.XYs{a, b} {
 			l, s, err := plotter.NewLinePoints(pts)
