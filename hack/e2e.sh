@@ -49,7 +49,10 @@ if [ ${#failed[@]} -gt 0 ]; then
 				print; n[p] = 0
 			}
 			/--- (PASS|SKIP)/ { n[p] = 0 }' "$f"
-	} | tail -n 8 >&2; done
+	} | tail -n 8 >&2
+		# The chaos suite's seed, which replays its random choices.
+		grep -h -o -E 'random seed [0-9]+ \(CHAOS_SEED=[0-9]+ replays it\)' "$f" | head -1 >&2
+	done
 	echo "e2e: failed: ${failed[*]}" >&2
 	exit 1
 fi

@@ -151,7 +151,7 @@ func TestChaos(t *testing.T) {
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(name))
 			rng = rand.New(rand.NewPCG(seed, h.Sum64()))
-			r := run(newLesson(t))
+			r := run(newLesson(t, rand.New(rand.NewPCG(seed, ^h.Sum64()))))
 			if t.Failed() && r.wrong == 0 {
 				r.notes += " (the scenario failed: see the test log)"
 			}

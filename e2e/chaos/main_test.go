@@ -5,6 +5,7 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"operador-promociones/e2e/framework"
@@ -18,8 +19,12 @@ func TestMain(m *testing.M) {
 type lesson struct {
 	*framework.Lesson
 	never map[string]*neverWatch // by scenario namespace, from its birth
+	// seeds draws the seeds of what a scenario chooses at random beside its
+	// own choices (the proxy's 429s and watch cuts): from the scenario's
+	// source, so that CHAOS_SEED replays them too.
+	seeds *rand.Rand
 }
 
-func newLesson(t *testing.T) *lesson {
-	return &lesson{Lesson: framework.NewLesson(t), never: map[string]*neverWatch{}}
+func newLesson(t *testing.T, seeds *rand.Rand) *lesson {
+	return &lesson{Lesson: framework.NewLesson(t), never: map[string]*neverWatch{}, seeds: seeds}
 }

@@ -78,6 +78,21 @@ type proxy struct {
 	requests  atomic.Int64     // every request, for the rate during and after a fault
 	injected  map[string]int64 // by kind of fault, what it did to a request or a watch stream: a fault that did happen
 	comeBack  time.Time        // when the last 429's Retry-After runs out: the client waits until then
+	rnd       *rand.Rand       // its random choices, seeded from the scenario's (under mu)
+}
+
+// chance draws a float in [0, 1) from the proxy's source.
+func (p *proxy) chance() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rnd.Float64()
+}
+
+// within draws a duration in [0, d) from the proxy's source.
+func (p *proxy) within(d time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Duration(p.rnd.Int64N(int64(d)))
 }
 
 // The kinds of fault, as the proxy counts them.
@@ -163,7 +178,8 @@ func (l *lesson) startProxy(sa string) *proxy {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cfg.CAData)
-	p := &proxy{t: l.T, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}, injected: map[string]int64{}}
+	p := &proxy{t: l.T, upstream: up, stale: map[string]bool{}, expired: map[string]bool{}, injected: map[string]int64{},
+		rnd: rand.New(rand.NewPCG(l.seeds.Uint64(), l.seeds.Uint64()))}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
@@ -279,7 +295,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.inject(faultLatency)
 		time.Sleep(f.latency)
 	}
-	if f.throttle > 0 && rand.Float64() < f.throttle {
+	if f.throttle > 0 && p.chance() < f.throttle {
 		p.inject(faultThrottle)
 		p.mu.Lock()
 		p.comeBack = time.Now().Add(retryAfter)
@@ -407,7 +423,7 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 	case f.cutWatches <= 0:
 		s.cut = time.Time{}
 	case s.cut.IsZero():
-		s.cut = time.Now().Add(time.Duration(rand.Int64N(int64(f.cutWatches))))
+		s.cut = time.Now().Add(s.p.within(f.cutWatches))
 	case time.Now().After(s.cut):
 		s.p.inject(faultCut)
 		panic(http.ErrAbortHandler) // the connection drops, as a network would drop it
