@@ -114,6 +114,7 @@ var facts = func() []fact {
 		fact{"Deployment", "the page from the ConfigMap", tpl("volumes[name=html]", "configMap", "name"), func(p promo) any { return p.name + "-html" }},
 		fact{"Deployment", "an emptyDir on /tmp", tpl(web, "volumeMounts[name=tmp]", "mountPath"), func(promo) any { return "/tmp" }},
 		fact{"Deployment", "the /tmp volume an emptyDir", tpl("volumes[name=tmp]", "emptyDir"), func(promo) any { return map[string]any{} }},
+		fact{"Deployment", "no API token for the pods", tpl("automountServiceAccountToken"), func(promo) any { return false }},
 		fact{"Deployment", "non-root", tpl("securityContext", "runAsNonRoot"), func(promo) any { return true }},
 		fact{"Deployment", "seccomp RuntimeDefault", tpl("securityContext", "seccompProfile", "type"), func(promo) any { return "RuntimeDefault" }},
 		fact{"Deployment", "no privilege escalation", tpl(web, "securityContext", "allowPrivilegeEscalation"), func(promo) any { return false }},
