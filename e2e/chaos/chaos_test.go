@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -248,41 +249,52 @@ func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 	return ns, untouched
 }
 
-// neverWatch records what must never be seen in a namespace's Promociones
-// (framework.TooSoon), from a watch of them: a sample every 200 ms could miss
-// a state that lasts less, and a watch sees every one the API server stores.
+// neverWatch records what must never be seen in a namespace: a Promocion's
+// status that contradicts itself (framework.TooSoon), from a watch of them,
+// and a Listo that its Deployment and pods did not justify when it was
+// written (framework.History), from watches of those. A sample every 200 ms
+// could miss a state that lasts less; a watch sees every one the API server
+// stores.
 type neverWatch struct {
-	mu   sync.Mutex
-	seen map[string][2]time.Time // first and last time seen
+	mu       sync.Mutex
+	seen     map[string][2]time.Time // first and last time seen
+	history  framework.History
+	reported map[string]bool // of the history's problems, those taken already
 }
 
-// watchNever watches ns's Promociones until the test ends, from now,
-// watching again when a watch ends (an API server outage ends them).
+// watchNever watches ns's Promociones, Deployments and Pods until the test
+// ends, from now, watching again when a watch ends (an API server outage
+// ends them).
 func (l *lesson) watchNever(ns string) {
-	nw := &neverWatch{seen: map[string][2]time.Time{}}
+	nw := &neverWatch{seen: map[string][2]time.Time{}, reported: map[string]bool{}}
 	l.never[ns] = nw
 	ctx, cancel := context.WithCancel(context.Background())
 	l.T.Cleanup(cancel)
-	go func() {
-		for ctx.Err() == nil {
-			list := &unstructured.UnstructuredList{}
-			list.SetAPIVersion("tienda.example.com/v1")
-			list.SetKind("PromocionList")
-			w, err := l.C.Watch(ctx, list, client.InNamespace(ns))
-			if err != nil {
-				time.Sleep(200 * time.Millisecond) // the API server is away: try again
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-					if text, bad := framework.TooSoon(u); bad {
+	for _, k := range []struct{ apiVersion, kind string }{{"tienda.example.com/v1", "Promocion"}, {"apps/v1", "Deployment"}, {"v1", "Pod"}} {
+		go func() {
+			for ctx.Err() == nil {
+				list := &unstructured.UnstructuredList{}
+				list.SetAPIVersion(k.apiVersion)
+				list.SetKind(k.kind + "List")
+				w, err := l.C.Watch(ctx, list, client.InNamespace(ns))
+				if err != nil {
+					time.Sleep(200 * time.Millisecond) // the API server is away: try again
+					continue
+				}
+				for ev := range w.ResultChan() {
+					u, ok := ev.Object.(*unstructured.Unstructured)
+					if !ok {
+						continue
+					}
+					nw.history.Add(k.kind, u, ev.Type == watch.Deleted)
+					if text, bad := framework.TooSoon(u); k.kind == "Promocion" && bad {
 						nw.record(text)
 					}
 				}
+				w.Stop()
 			}
-			w.Stop()
-		}
-	}()
+		}()
+	}
 }
 
 func (nw *neverWatch) record(text string) {
@@ -296,10 +308,19 @@ func (nw *neverWatch) record(text string) {
 	nw.seen[text] = s
 }
 
-// take returns what was seen, and forgets it.
+// take returns what was seen, the history's judgement included, and
+// forgets it.
 func (nw *neverWatch) take() map[string][2]time.Time {
+	judged := nw.history.Judge()
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
+	now := time.Now()
+	for _, p := range judged {
+		if !nw.reported[p.Text] {
+			nw.reported[p.Text] = true
+			nw.seen[p.Text] = [2]time.Time{now, now}
+		}
+	}
 	seen := nw.seen
 	nw.seen = map[string][2]time.Time{}
 	return seen

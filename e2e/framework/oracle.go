@@ -283,13 +283,77 @@ func judgeStatus(pr unstructured.Unstructured, p promo, d *unstructured.Unstruct
 		problems = append(problems, Problem{fmt.Sprintf("Promocion %s is %s; want Listo with %d of %d ready (its Deployment's %d of %d), for generation %d",
 			p.name, line, p.replicas, p.replicas, ready, replicas, pr.GetGeneration()), false})
 	}
+	// docs/api.md, the status and the conditions, once Listo and applied.
+	if sel, _, _ := unstructured.NestedString(pr.Object, "status", "selector"); sel != "tienda.example.com/promocion="+p.name {
+		problems = append(problems, Problem{fmt.Sprintf("Promocion %s: want status.selector tienda.example.com/promocion=%s (the scale subresource), got %q", p.name, p.name, sel), false})
+	}
+	for _, want := range []struct{ typ, status, reason string }{
+		{"Ready", "True", "AllReplicasReady"}, {"Progressing", "False", "Complete"}, {"Degraded", "False", "AsExpected"}, {"Reconciling", "", ""}, {"Stalled", "", ""},
+	} {
+		c := condition(&pr, want.typ)
+		switch {
+		case want.status == "" && c != nil:
+			problems = append(problems, Problem{fmt.Sprintf("Promocion %s: want no condition %s once Listo (kstatus's, present only while true), got %v", p.name, want.typ, c), false})
+		case want.status == "":
+		case c == nil || c["status"] != want.status || c["reason"] != want.reason || fmt.Sprint(c["observedGeneration"]) != fmt.Sprint(pr.GetGeneration()):
+			problems = append(problems, Problem{fmt.Sprintf("Promocion %s: want condition %s %s (%s) for generation %d, got %v", p.name, want.typ, want.status, want.reason, pr.GetGeneration(), c), false})
+		}
+	}
 	return problems
+}
+
+// condition is the status's condition of that type, or nil.
+func condition(pr *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(pr.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
 }
 
 // TooSoon says what must never be seen in a Promocion as it is at one moment:
 // Listo, for its current generation, with fewer ready replicas (or more or
-// fewer replicas) than it asks for.
+// fewer replicas) than it asks for; or a status that contradicts itself
+// (docs/api.md: the fase, Ready, Progressing, Degraded, and kstatus's
+// Reconciling and Stalled, present only while true).
 func TooSoon(pr *unstructured.Unstructured) (string, bool) {
+	if text, bad := tooSoonListo(pr); bad {
+		return text, bad
+	}
+	return contradicts(pr)
+}
+
+// contradicts says how a status written for the Promocion's current
+// generation contradicts itself, if it does.
+func contradicts(pr *unstructured.Unstructured) (string, bool) {
+	fase, _, _ := unstructured.NestedString(pr.Object, "status", "fase")
+	observed, _, _ := unstructured.NestedInt64(pr.Object, "status", "observedGeneration")
+	if fase == "" || observed != pr.GetGeneration() {
+		return "", false // not written yet, or for an older generation
+	}
+	is := func(typ, status string) bool { c := condition(pr, typ); return c != nil && c["status"] == status }
+	present := func(typ string) bool { return condition(pr, typ) != nil }
+	name := pr.GetName()
+	switch {
+	case fase != "Listo" && fase != "Desplegando":
+		return fmt.Sprintf("Promocion %s says fase %q: only Desplegando or Listo", name, fase), true
+	case is("Ready", "True") && fase != "Listo":
+		return fmt.Sprintf("Promocion %s is Ready and %s", name, fase), true
+	case fase == "Listo" && is("Degraded", "False") && !is("Ready", "True"):
+		return fmt.Sprintf("Promocion %s is Listo, not Degraded, and not Ready", name), true
+	case (fase == "Desplegando") != is("Progressing", "True"):
+		return fmt.Sprintf("Promocion %s is %s with Progressing %v", name, fase, condition(pr, "Progressing")), true
+	case present("Stalled") != is("Degraded", "True"):
+		return fmt.Sprintf("Promocion %s has Stalled %v with Degraded %v", name, condition(pr, "Stalled"), condition(pr, "Degraded")), true
+	case present("Reconciling") != (is("Degraded", "False") && is("Progressing", "True")):
+		return fmt.Sprintf("Promocion %s has Reconciling %v with Degraded %v and Progressing %v", name, condition(pr, "Reconciling"), condition(pr, "Degraded"), condition(pr, "Progressing")), true
+	}
+	return "", false
+}
+
+func tooSoonListo(pr *unstructured.Unstructured) (string, bool) {
 	fase, _, _ := unstructured.NestedString(pr.Object, "status", "fase")
 	observed, _, _ := unstructured.NestedInt64(pr.Object, "status", "observedGeneration")
 	ready, _, _ := unstructured.NestedInt64(pr.Object, "status", "readyReplicas")

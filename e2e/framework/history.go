@@ -1,0 +1,153 @@
+package framework
+
+// What must never be seen, judged over a namespace's history: every version
+// of its Promociones, Deployments and Pods that a watch delivered, ordered by
+// resourceVersion (etcd's revision, one order for every resource). Listo is a
+// claim about the world at the moment it was written: the Deployment had
+// acted on the Promocion's latest spec, and every pod asked for ran it and was
+// ready (docs/api.md, the status). The operator reads the world from its
+// cache, which may be behind; so a Listo is judged against every Deployment
+// version it could have read: it is wrong when none of them, from the last
+// change of what the Deployment asks for (replicas, page) to the Listo, was
+// caught up, or when a pod that was ready just before the Listo still carried
+// an older page.
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// History is what the watches of one namespace delivered.
+type History struct {
+	mu       sync.Mutex
+	versions []version
+}
+
+type version struct {
+	rv      int64
+	kind    string
+	name    string
+	obj     *unstructured.Unstructured
+	deleted bool
+}
+
+// Add records one version of a Promocion, Deployment or Pod as a watch
+// delivered it (deleted: its deletion).
+func (h *History) Add(kind string, obj *unstructured.Unstructured, deleted bool) {
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return // not an integer: no order to judge by (every kube-apiserver gives one)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.versions = append(h.versions, version{rv: rv, kind: kind, name: obj.GetName(), obj: obj, deleted: deleted})
+}
+
+// Judge lists what the history shows that must never be seen: a Promocion
+// Listo, for its current generation, that its Deployment and pods did not
+// justify when it was written.
+func (h *History) Judge() []Problem {
+	h.mu.Lock()
+	vs := slices.Clone(h.versions)
+	h.mu.Unlock()
+	slices.SortStableFunc(vs, func(a, b version) int { return cmp.Compare(a.rv, b.rv) })
+	var problems []Problem
+	seen := map[string]bool{}
+	for i, v := range vs {
+		if v.kind != "Promocion" || v.deleted {
+			continue
+		}
+		if text, bad := unjustifiedListo(v, vs[:i]); bad && !seen[text] {
+			seen[text] = true
+			problems = append(problems, Problem{text, true})
+		}
+	}
+	return problems
+}
+
+// unjustifiedListo judges a Promocion version against the versions before it.
+func unjustifiedListo(p version, before []version) (string, bool) {
+	pr := p.obj
+	fase, _, _ := unstructured.NestedString(pr.Object, "status", "fase")
+	observed, _, _ := unstructured.NestedInt64(pr.Object, "status", "observedGeneration")
+	if fase != "Listo" || observed != pr.GetGeneration() {
+		return "", false
+	}
+	want := int64(1)
+	if r, found, _ := unstructured.NestedInt64(pr.Object, "spec", "replicas"); found {
+		want = r
+	}
+	// The Deployment's versions, latest first, back to the last change of
+	// what it asks for (its replicas, its pods' page): the ones that could
+	// justify the Listo. (A change that asks for the same, a resync's or
+	// an annotation's, starts no new rollout.)
+	var window []*unstructured.Unstructured
+	for i := len(before) - 1; i >= 0; i-- {
+		v := before[i]
+		if v.kind != "Deployment" || v.name != p.name {
+			continue
+		}
+		if v.deleted || len(window) > 0 && asksFor(v.obj) != asksFor(window[0]) {
+			break
+		}
+		window = append(window, v.obj)
+	}
+	if len(window) == 0 {
+		return "", false // no Deployment seen yet: the watch began after it; nothing to judge by
+	}
+	if !slices.ContainsFunc(window, func(d *unstructured.Unstructured) bool { return caughtUp(d, want) }) {
+		d := window[0]
+		st := func(f string) int64 { v, _, _ := unstructured.NestedInt64(d.Object, "status", f); return v }
+		return fmt.Sprintf("Promocion %s says Listo (resourceVersion %d) while no version of its Deployment since it last asked for other pods had caught up: the latest had observedGeneration %d of %d, %d updated and %d ready of %d",
+			p.name, p.rv, st("observedGeneration"), d.GetGeneration(), st("updatedReplicas"), st("readyReplicas"), want), true
+	}
+	// Every pod ready just before the Listo runs the Deployment's page.
+	hash, _, _ := unstructured.NestedString(window[0].Object, "spec", "template", "metadata", "annotations", "tienda.example.com/pagina-sha256")
+	latest := map[string]version{}
+	for _, v := range before {
+		if v.kind == "Pod" && v.obj.GetLabels()["tienda.example.com/promocion"] == p.name {
+			latest[v.name] = v
+		}
+	}
+	for _, v := range latest {
+		if v.deleted || v.obj.GetDeletionTimestamp() != nil || !podReady(v.obj) {
+			continue
+		}
+		if old := v.obj.GetAnnotations()["tienda.example.com/pagina-sha256"]; old != hash {
+			return fmt.Sprintf("Promocion %s says Listo (resourceVersion %d) while its pod %s, ready, still serves an older page (hash %.12s, the Deployment's %.12s)",
+				p.name, p.rv, v.name, old, hash), true
+		}
+	}
+	return "", false
+}
+
+// asksFor is what a Deployment's spec asks of its pods: how many, which page.
+func asksFor(d *unstructured.Unstructured) string {
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	hash, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", "tienda.example.com/pagina-sha256")
+	return fmt.Sprint(replicas, " ", hash)
+}
+
+// caughtUp is docs/api.md's rule for a Deployment: it has acted on its latest
+// spec, and its replicas, updated replicas and ready replicas all equal want.
+func caughtUp(d *unstructured.Unstructured, want int64) bool {
+	st := func(f string) int64 { v, _, _ := unstructured.NestedInt64(d.Object, "status", f); return v }
+	spec, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	return spec == want && st("observedGeneration") >= d.GetGeneration() &&
+		st("replicas") == want && st("updatedReplicas") == want && st("readyReplicas") == want
+}
+
+func podReady(pod *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(pod.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}

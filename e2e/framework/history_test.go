@@ -1,0 +1,82 @@
+package framework
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The never-seen rule over a history judges each Listo against the
+// Deployment versions that could justify it, and the pods ready before it.
+func TestHistoryJudgesListo(t *testing.T) {
+	rv := 0
+	next := func() string { rv++; return strconv.Itoa(rv) }
+	promocion := func(fase string, generation, observed int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "oferta", "resourceVersion": next(), "generation": generation},
+			"spec":     map[string]any{"replicas": int64(2)},
+			"status":   map[string]any{"fase": fase, "observedGeneration": observed},
+		}}
+	}
+	deployment := func(hash string, generation, observed, updated, ready int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "oferta", "resourceVersion": next(), "generation": generation},
+			"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"metadata": map[string]any{
+				"annotations": map[string]any{"tienda.example.com/pagina-sha256": hash}}}},
+			"status": map[string]any{"observedGeneration": observed, "replicas": int64(2), "updatedReplicas": updated, "readyReplicas": ready},
+		}}
+	}
+	pod := func(name, hash string, ready, terminating bool) *unstructured.Unstructured {
+		meta := map[string]any{"name": name, "resourceVersion": next(),
+			"labels": map[string]any{"tienda.example.com/promocion": "oferta"}, "annotations": map[string]any{"tienda.example.com/pagina-sha256": hash}}
+		if terminating {
+			meta["deletionTimestamp"] = "2026-12-07T12:00:00Z"
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": meta, "status": map[string]any{
+			"conditions": []any{map[string]any{"type": "Ready", "status": map[bool]string{true: "True", false: "False"}[ready]}}}}}
+	}
+	type add struct {
+		kind string
+		obj  *unstructured.Unstructured
+	}
+	for _, tc := range []struct {
+		name  string
+		world func() []add
+		want  string // in the problem; "" for none
+	}{
+		{"Listo after the Deployment caught up", func() []add {
+			return []add{{"Deployment", deployment("a", 1, 0, 0, 0)}, {"Deployment", deployment("a", 1, 1, 2, 2)}, {"Pod", pod("p1", "a", true, false)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, ""},
+		{"Listo before it caught up", func() []add {
+			return []add{{"Deployment", deployment("a", 1, 1, 2, 2)}, {"Deployment", deployment("b", 2, 1, 2, 2)}, {"Deployment", deployment("b", 2, 2, 1, 2)}, {"Promocion", promocion("Listo", 2, 2)}}
+		}, "no version of its Deployment since it last asked for other pods had caught up"},
+		{"Listo from a cache behind a later version", func() []add {
+			return []add{{"Deployment", deployment("a", 1, 1, 2, 2)}, {"Deployment", deployment("a", 1, 1, 2, 1)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, ""},
+		{"Listo while an old pod is ready", func() []add {
+			return []add{{"Pod", pod("viejo", "a", true, false)}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, "still serves an older page"},
+		{"Listo while an old pod terminates", func() []add {
+			return []add{{"Pod", pod("viejo", "a", true, true)}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, ""},
+		{"a Listo of an older generation is not judged", func() []add {
+			return []add{{"Deployment", deployment("b", 2, 1, 0, 0)}, {"Promocion", promocion("Listo", 2, 1)}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h History
+			for _, a := range tc.world() {
+				h.Add(a.kind, a.obj, false)
+			}
+			problems := h.Judge()
+			switch {
+			case tc.want == "" && len(problems) > 0:
+				t.Errorf("judged %v, want nothing", problems)
+			case tc.want != "" && (len(problems) != 1 || !strings.Contains(problems[0].Text, tc.want) || !problems[0].Never):
+				t.Errorf("judged %v, want one never-seen problem saying %q", problems, tc.want)
+			}
+		})
+	}
+}
