@@ -323,6 +323,37 @@ start_one() {
 	esac
 }
 
+# kwok_stages prints kwok's fast stages, but for one thing: a Pod annotated
+# pod-ready.stage.kwok.x-k8s.io/delay (a duration, "2s") becomes Ready that
+# long after it runs, as a slow readiness probe would have it; the chaos
+# suite's rollout scenario annotates its pods so. Without the annotation,
+# at once, as before.
+kwok_stages() {
+	local work rc
+	work=$(mktemp -d)
+	cp -r "$kwok_dir/kustomize/stage" "$work/stage" && chmod -R u+w "$work" || return 1
+	mkdir "$work/local"
+	cat >"$work/local/kustomization.yaml" <<'STAGES'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../stage/fast
+patches:
+- target: {kind: Stage, name: pod-ready}
+  patch: |
+    - op: add
+      path: /spec/delay
+      value:
+        durationMilliseconds: 0
+        durationFrom:
+          expressionFrom: '.metadata.annotations["pod-ready.stage.kwok.x-k8s.io/delay"]'
+STAGES
+	"$bin/kubectl" kustomize "$work/local"
+	rc=$?
+	rm -rf "$work"
+	return $rc
+}
+
 up() {
 	if running; then
 		say "already running; export KUBECONFIG=$kubeconfig"
@@ -366,7 +397,7 @@ up() {
 		--concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 50 "${kcm_node_flags[@]}"
 	up_one kube-scheduler || start kube-scheduler "$bin/kube-scheduler" "${kc[@]}" \
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --leader-elect=false --secure-port 0
-	"$bin/kubectl" kustomize "$kwok_dir/kustomize/stage/fast" >"$dir/kwok-stages.yaml"
+	kwok_stages >"$dir/kwok-stages.yaml" || fail kwok "writing its stages"
 	# kwok plays the kubelet only on the nodes annotated as its own, never on the real ones.
 	if ! up_one kwok; then
 		# kwok holds its nodes' Leases under a name new at each start, and

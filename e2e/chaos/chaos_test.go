@@ -59,6 +59,7 @@ type chaosScale struct {
 	fightN             int
 	recreations        int
 	namespaceN         int
+	rolloutN, rollouts int // Promociones, and banner changes of each, in the rollouts scenario
 }
 
 // outageCase is an outage of the API server, and the leader election
@@ -92,11 +93,11 @@ var (
 	shortChaos = chaosScale{name: "short", crashScenarios: crashScenarios, crashPoints: oneWriteEachKind, watchDelay: 3 * time.Second, heldChanges: 8,
 		walkSeeds: 1, walkSteps: 30, network: networkFaults, networkFor: 4 * time.Second, blackhole: 12 * time.Second, blackholeN: 10,
 		crashN: 30, crashKills: 1, outageN: 10, apiOutages: []outageCase{{5 * time.Second, deployLease}, {8 * time.Second, shortLease}}, etcdOutage: 5 * time.Second, leaderN: 20,
-		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20}
+		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20, rolloutN: 3, rollouts: 3}
 	fullChaos = chaosScale{name: "full", crashScenarios: crashScenarios, crashPoints: everyWrite, watchDelay: 3 * time.Second, heldChanges: 20,
 		walkSeeds: 3, walkSteps: 1000, network: networkFaults, networkFor: 10 * time.Second, blackhole: 40 * time.Second, blackholeN: 50,
 		crashN: 300, crashKills: 3, outageN: 50, apiOutages: []outageCase{{5 * time.Second, deployLease}, {30 * time.Second, deployLease}}, etcdOutage: 10 * time.Second, leaderN: 60,
-		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200}
+		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200, rolloutN: 10, rollouts: 10}
 )
 
 // bugsFound are the bugs each scenario found when it was first run, and the
@@ -170,6 +171,7 @@ func TestChaos(t *testing.T) {
 	scenario("frozen-leader-unfenced", func(l *lesson) result { return frozenLeader(l, sc.leaderN, framework.Env.Unfenced, false) })
 	scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
 	scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
+	scenario("rollouts", func(l *lesson) result { return rollouts(l, rng, sc.rolloutN, sc.rollouts, 2*time.Second) })
 	scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
 	scenario("crash-points", func(l *lesson) result { return crashPoints(l, sc.crashScenarios, sc.crashPoints) })
 	scenario("stale-restart", staleRestart)
@@ -982,6 +984,47 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 }
 
 // ----- 6. same name, new object -----
+
+// rollouts changes the banners of Promociones of three replicas whose pods
+// become Ready delay after they run (kwok's readiness delay, as a slow
+// readiness probe has it), each change while the last one's pods still roll
+// out. Listo must not come before every new pod is: the never-seen rule
+// follows the Deployments and their pods, and the status must say
+// Desplegando, with its conditions, the while. The test's annotation on each
+// Deployment's pod template is one the operator leaves alone.
+func rollouts(l *lesson, rng *rand.Rand, n, changes int, delay time.Duration) result {
+	r := result{scenario: "Rollouts", faults: fmt.Sprintf("%d Promociones of 3 replicas whose pods become Ready %s after they run, their banners changed %d times each, every change while the last rolls out", n, delay, changes)}
+	ns, untouched := l.scenarioNamespace("caos-despliegue")
+	k := l.kubelet("rollouts", l.asOperator("caos-operador"), "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	l.CreatePromociones(ns, n, 3)
+	l.converge(ns, untouched, time.Now(), &r)
+	annotation := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"pod-ready.stage.kwok.x-k8s.io/delay":%q}}}}}`, delay.String())
+	for i := range n {
+		l.Kubectl("patch", "deployment", fmt.Sprintf("promo-%d", i), "-n", ns, "--type=merge", "-p", annotation)
+	}
+	l.converge(ns, untouched, time.Now(), &r)
+	desplegando := 0
+	var last time.Time
+	for c := range changes {
+		for i := range n {
+			l.setBanner(ns, fmt.Sprintf("promo-%d", i), fmt.Sprintf("oferta %d, cambio %d", i, c))
+		}
+		last = time.Now()
+		// Mid-rollout, as the user sees it: not Listo yet.
+		time.Sleep(delay / 2)
+		desplegando += n - l.Listo(ns)
+		time.Sleep(time.Duration(rng.Int64N(int64(delay)))) // the next change, while this one may still roll
+	}
+	l.converge(ns, untouched, last, &r)
+	if desplegando == 0 {
+		l.T.Errorf("no Promocion was seen Desplegando in the middle of %d rollouts: the pods' readiness delay did not hold them", changes*n)
+	}
+	k.stop()
+	r.cases = n * changes
+	r.notes = fmt.Sprintf("%d rollouts, %d of them seen Desplegando half a readiness delay in; every Listo judged against the Deployments' and pods' history", n*changes, desplegando)
+	return r
+}
 
 func sameName(l *lesson, rng *rand.Rand, times int) result {
 	r := result{scenario: "Same name, new object", faults: fmt.Sprintf("the same Promocion deleted and created again %d times in quick succession", times)}
