@@ -709,6 +709,13 @@ func (k *kubelet) errorLines() int {
 	return n
 }
 
+// reasons are why its operators exited, each once.
+func (k *kubelet) reasons() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Compact(slices.Sorted(slices.Values(k.exitReasons)))
+}
+
 func (k *kubelet) summary() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -751,10 +758,22 @@ func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 	l.CreatePromociones(ns, n, 1)
 	var at []string
 	var last time.Time
+	total := n
 	for i := range kills {
-		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond) // the fault's timing, at random: no assertion waits on it
-		at = append(at, fmt.Sprintf("%d%%", 100*l.Listo(ns)/n))
+		time.Sleep(time.Duration(300+rng.IntN(2000)) * time.Millisecond) // the fault's timing, at random
+		// A crash matters only with work in flight: if the operator has
+		// caught up, more Promociones come first, and the kill follows them.
+		for l.Listo(ns) == total {
+			more := max(1, n/3)
+			l.Parallel(more, 32, func(j int) error { return l.C.Create(context.Background(), framework.Promocion(ns, total+j, 1)) })
+			total += more
+		}
+		listo := l.Listo(ns)
+		at = append(at, fmt.Sprintf("%d%%", 100*listo/total))
 		k.kill()
+		if listo >= total {
+			l.T.Errorf("kill %d of %d came with every Promocion Listo: no work in flight", i+1, kills)
+		}
 		last = time.Now()
 		l.Logf("SIGKILL %d of %d, with %s Listo", i+1, kills, at[len(at)-1])
 		if i < kills-1 {
@@ -762,7 +781,7 @@ func crashMidFlight(l *lesson, rng *rand.Rand, n, kills int) result {
 		}
 	}
 	l.converge(ns, untouched, last, &r)
-	r.notes = fmt.Sprintf("killed with %s of the Promociones Listo; %d restarts", strings.Join(at, ", "), k.restarts)
+	r.notes = fmt.Sprintf("killed with %s of the %d Promociones Listo (each with work in flight, asserted); %d restarts", strings.Join(at, ", "), total, k.restarts)
 	k.stop()
 	return r
 }
@@ -822,7 +841,19 @@ func outage(l *lesson, component string, d time.Duration, lease leaseTimings, n 
 			break
 		}
 	}
-	r.notes = fmt.Sprintf("%s; right after, a Deployment deleted (the operator made it again %s after the API server answered), a banner changed and a Promocion created", k.summary(), remade)
+	// The fault matters: an outage longer than the renew deadline costs the
+	// leader its Lease (it exits, and is started again); a shorter one is
+	// ridden out. (etcd's outage leaves the API server up, answering with
+	// errors: the renewal fails the same way.)
+	lost := slices.Contains(k.reasons(), "leader election lost")
+	switch long := d > lease.renewDeadline; {
+	case long && !lost:
+		l.T.Errorf("the %s outage of %s, longer than the renew deadline of %s, did not cost the leader its Lease: %s", component, d, lease.renewDeadline, k.summary())
+	case !long && k.restarts > 0:
+		l.T.Errorf("the %s outage of %s, shorter than the renew deadline of %s, was not ridden out: %s", component, d, lease.renewDeadline, k.summary())
+	}
+	r.notes = fmt.Sprintf("%s (asserted: %s); right after, a Deployment deleted (the operator made it again %s after the API server answered), a banner changed and a Promocion created",
+		k.summary(), map[bool]string{true: "the Lease lost, as the outage outlasted the renew deadline", false: "ridden out, as the outage was shorter than the renew deadline"}[d > lease.renewDeadline], remade)
 	k.stop()
 	return r
 }
@@ -930,9 +961,15 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	case !fenced && len(after) == 0:
 		l.T.Errorf("without the fence, the old leader wrote nothing after the handover: this scenario does not show what the fence prevents")
 	}
+	// The fault matters: woken up, the fenced leader had writes to send, and
+	// its fence refused them.
+	refusals := a.LogLines(`not sure to hold the Lease`)
+	if fenced && refusals == 0 {
+		l.T.Errorf("the old leader's fence refused no write when it woke up: it had nothing in flight, and the fence was not put to the test")
+	}
 	r.cases = 1
-	r.notes = fmt.Sprintf("frozen with %.0f reconciles in flight or queued; handover %s after the freeze; the old leader exited %s after SIGCONT (%s); its writes after the handover, from the audit log: %d (before: %d; the new leader's after: %d)",
-		inFlight, handover.Sub(frozenAt).Round(100*time.Millisecond), exited.Round(100*time.Millisecond), exitReason(a), len(after), len(before), len(bAfter))
+	r.notes = fmt.Sprintf("frozen with %.0f reconciles in flight or queued; handover %s after the freeze; the old leader exited %s after SIGCONT (%s); its writes after the handover, from the audit log: %d (before: %d; the new leader's after: %d); the fence refused %d of its writes (its log)",
+		inFlight, handover.Sub(frozenAt).Round(100*time.Millisecond), exited.Round(100*time.Millisecond), exitReason(a), len(after), len(before), len(bAfter), refusals)
 	b.Stop(l.T)
 	return r
 }
