@@ -347,8 +347,27 @@ func network(l *lesson, name string, f faults, during time.Duration) result {
 		r.cases += int(p.injectedOf(k))
 	}
 	r.faults = fmt.Sprintf("%s for %s while banners change", name, during)
-	r.notes = fmt.Sprintf("the fault hit it: %s; its requests: %.1f/s during, %.1f/s after", injected, rateDuring, rateAfter)
+	l.noStorm(name, rateDuring, rateAfter)
+	r.notes = fmt.Sprintf("the fault hit it: %s; its requests: %.1f/s during, %.1f/s after (asserted under %d and %d)", injected, rateDuring, rateAfter, stormDuring, stormAfter)
 	return r
+}
+
+// No request storm: during a fault, the operator's requests through the
+// proxy stay under stormDuring a second (what five Promociones whose banners
+// change twice a second can ask, with every retry paced by the backoff, is a
+// few a second: 9 at most seen); once it is over and the world right, under
+// stormAfter (an idle operator sends nothing but its Lease's renewals, one a
+// second with the scenarios' retry period).
+const (
+	stormDuring = 30
+	stormAfter  = 2
+)
+
+func (l *lesson) noStorm(fault string, during, after float64) {
+	l.T.Helper()
+	if during > stormDuring || after > stormAfter {
+		l.T.Errorf("%s: the operator's requests, %.1f/s during the fault and %.1f/s after it, above %d and %d: a storm", fault, during, after, stormDuring, stormAfter)
+	}
 }
 
 // blackhole swallows every request of a leading operator with work in flight
@@ -395,7 +414,8 @@ func blackhole(l *lesson, d time.Duration, n int) result {
 	a.stop()
 	b.stop()
 	r.cases = 1
-	r.notes = fmt.Sprintf("%s; handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after",
-		p.mustHaveInjected(l.T, faultBlackhole), handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after)
+	l.noStorm("the blackhole", during, after)
+	r.notes = fmt.Sprintf("%s; handover %s after the blackhole began; the old leader's writes after it: %d; %s; its requests: %.1f/s while swallowed, %.1f/s after (asserted under %d and %d)",
+		p.mustHaveInjected(l.T, faultBlackhole), handover.Sub(swallowed).Round(100*time.Millisecond), len(late), a.summary(), during, after, stormDuring, stormAfter)
 	return r
 }
