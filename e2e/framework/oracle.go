@@ -156,7 +156,8 @@ func Judge(ctx context.Context, c client.Client, ns string) ([]Problem, error) {
 		return l.Items, err
 	}
 	world := map[string][]unstructured.Unstructured{}
-	for _, k := range append(slices.Clone(specChildren), kindRef{"Promocion", "tienda.example.com/v1", ""}, kindRef{"ReplicaSet", "apps/v1", ""}, kindRef{"Pod", "v1", ""}) {
+	for _, k := range append(slices.Clone(specChildren), kindRef{"Promocion", "tienda.example.com/v1", ""}, kindRef{"ReplicaSet", "apps/v1", ""}, kindRef{"Pod", "v1", ""},
+		kindRef{"EndpointSlice", "discovery.k8s.io/v1", ""}) {
 		items, err := list(k.APIVersion, k.Kind)
 		if err != nil {
 			return nil, err
@@ -257,6 +258,38 @@ func judge(world map[string][]unstructured.Unstructured) []Problem {
 	for _, pod := range world["Pod"] {
 		if pod.GetDeletionTimestamp() != nil {
 			bad(false, "Pod %s is Terminating", pod.GetName())
+		}
+	}
+	// The Service sends users only to the pods of its Promocion's Deployment:
+	// never to those of a ReplicaSet that outlived an earlier Deployment of
+	// the name, which carry the same labels.
+	for _, es := range world["EndpointSlice"] {
+		svc := es.GetLabels()["kubernetes.io/service-name"]
+		d := find("Deployment", svc)
+		if d == nil || find("Promocion", svc) == nil {
+			continue
+		}
+		endpoints, _, _ := unstructured.NestedSlice(es.Object, "endpoints")
+		for _, e := range endpoints {
+			m, _ := e.(map[string]any)
+			ready, _, _ := unstructured.NestedBool(m, "conditions", "ready")
+			kind, _, _ := unstructured.NestedString(m, "targetRef", "kind")
+			podName, _, _ := unstructured.NestedString(m, "targetRef", "name")
+			pod := find("Pod", podName)
+			if !ready || kind != "Pod" || pod == nil {
+				continue
+			}
+			ref, _ := lookup(pod.Object, at("metadata", "ownerReferences[controller=true]"))
+			refMap, _ := ref.(map[string]any)
+			rsName, _ := refMap["name"].(string)
+			rs := find("ReplicaSet", rsName)
+			var rsOwner any
+			if rs != nil {
+				rsOwner, _ = lookup(rs.Object, at("metadata", "ownerReferences[controller=true]", "uid"))
+			}
+			if rs == nil || fmt.Sprint(rsOwner) != string(d.GetUID()) {
+				bad(false, "Service %s sends users to pod %s, of ReplicaSet %s, which is not its Deployment's", svc, podName, rsName)
+			}
 		}
 	}
 	return problems
