@@ -60,6 +60,7 @@ type chaosScale struct {
 	recreations        int
 	namespaceN         int
 	rolloutN, rollouts int // Promociones, and banner changes of each, in the rollouts scenario
+	quietFor           time.Duration
 }
 
 // outageCase is an outage of the API server, and the leader election
@@ -93,11 +94,11 @@ var (
 	shortChaos = chaosScale{name: "short", crashScenarios: crashScenarios, crashPoints: oneWriteEachKind, watchDelay: 3 * time.Second, heldChanges: 8,
 		walkSeeds: 1, walkSteps: 30, network: networkFaults, networkFor: 4 * time.Second, blackhole: 12 * time.Second, blackholeN: 10,
 		crashN: 30, crashKills: 1, outageN: 10, apiOutages: []outageCase{{5 * time.Second, deployLease}, {8 * time.Second, shortLease}}, etcdOutage: 5 * time.Second, leaderN: 20,
-		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20, rolloutN: 3, rollouts: 3}
+		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20, rolloutN: 3, rollouts: 3, quietFor: 3 * time.Second}
 	fullChaos = chaosScale{name: "full", crashScenarios: crashScenarios, crashPoints: everyWrite, watchDelay: 3 * time.Second, heldChanges: 20,
 		walkSeeds: 3, walkSteps: 1000, network: networkFaults, networkFor: 10 * time.Second, blackhole: 40 * time.Second, blackholeN: 50,
 		crashN: 300, crashKills: 3, outageN: 50, apiOutages: []outageCase{{5 * time.Second, deployLease}, {30 * time.Second, deployLease}}, etcdOutage: 10 * time.Second, leaderN: 60,
-		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200, rolloutN: 10, rollouts: 10}
+		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200, rolloutN: 10, rollouts: 10, quietFor: 35 * time.Second}
 )
 
 // bugsFound are the bugs each scenario found when it was first run, and the
@@ -144,6 +145,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("scale %s, random seed %d (CHAOS_SEED=%d replays it)", sc.name, seed, seed)
+	quietFor = sc.quietFor
 	started, commit := time.Now(), framework.Commit()
 	var results []result
 	var details []string
@@ -511,17 +513,20 @@ const convergeBound = 60 * time.Second
 // ReplicaSets of a deleted Deployment, before and again after a restart.
 var leftoverGrace = 30 * time.Second
 
-// quietFor is how long the operator must write nothing once the world is right.
+// quietFor is how long the operator must write nothing once the world is
+// right: in make test's short run, longer than the one second a conflict
+// requeues after; in make chaos, longer than its longest requeue, the 30 s
+// cap on a failing Promocion's retries, so that no loop, however slow,
+// passes (TestChaos sets it from the scale).
 var quietFor = 3 * time.Second
 
 // quiet returns, from the audit log, the operator's writes in ns during
-// quietFor from now that break the quiet: once ns is right, a write there
-// that the API server accepts is a fight, or churn. A write refused with 409
-// Conflict changed nothing: it was made from a cache a moment behind (the
-// watch event of the operator's own last write still on its way), and the
-// conflict requeues it. One per object is that; a second is a loop. An Event
-// recorded before ns was right reports a change made before it, however late
-// it arrives (recordedBefore).
+// quietFor from now: once ns is right, any write there is a fight, or churn.
+// A scenario that names its need (l.conflictsAfter: the 429 case) may see,
+// per object, one write refused with 409 Conflict, which changed nothing: it
+// was made from a cache a moment behind, and the conflict requeues it; a
+// second is a loop. An Event recorded before ns was right reports a change
+// made before it, however late it arrives (recordedBefore).
 func (l *lesson) quiet(ns string) []framework.Request {
 	from := time.Now()
 	time.Sleep(quietFor) // the measurement itself: a quiet period
@@ -531,9 +536,9 @@ func (l *lesson) quiet(ns string) []framework.Request {
 		if w.UserAgent != "operador-promociones" || !strings.Contains(w.URI, "/namespaces/"+ns+"/") {
 			return false
 		}
-		if w.Code == http.StatusConflict {
-			conflicts[w.URI]++
-			return conflicts[w.URI] > 1
+		if w.Code == http.StatusConflict && l.conflictsAfter {
+			conflicts[w.Object]++ // per object: a create's URI is its collection's
+			return conflicts[w.Object] > 1
 		}
 		return !recordedBefore(w, from)
 	})

@@ -322,6 +322,10 @@ func heldWatches(l *lesson, n int) result {
 // its requests.
 func network(l *lesson, name string, f faults, during time.Duration) result {
 	r := result{scenario: "Network: " + name}
+	// A 429's Retry-After keeps a reconcile from its write while the next
+	// event's reconcile reads a cache a moment behind: its write may then be
+	// refused once, per object, after the world is right.
+	l.conflictsAfter = f.throttle > 0
 	ns, untouched, p, o := l.behindProxy("caos-red-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"), "red", 5, 1)
 
 	p.set(f)

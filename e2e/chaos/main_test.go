@@ -23,6 +23,9 @@ type lesson struct {
 	// own choices (the proxy's 429s and watch cuts): from the scenario's
 	// source, so that CHAOS_SEED replays them too.
 	seeds *rand.Rand
+	// conflictsAfter: the scenario names its need for one refused write per
+	// object in the quiet period (quiet).
+	conflictsAfter bool
 }
 
 func newLesson(t *testing.T, seeds *rand.Rand) *lesson {
