@@ -174,6 +174,7 @@ func TestChaos(t *testing.T) {
 	scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
 	scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
 	scenario("rollouts", func(l *lesson) result { return rollouts(l, rng, sc.rolloutN, sc.rollouts, 2*time.Second) })
+	scenario("blocked", func(l *lesson) result { return blocked(l, 20) })
 	scenario("namespace-deletion", func(l *lesson) result { return namespaceDeletion(l, sc.namespaceN) })
 	scenario("crash-points", func(l *lesson) result { return crashPoints(l, sc.crashScenarios, sc.crashPoints) })
 	scenario("stale-restart", staleRestart)
@@ -1075,6 +1076,75 @@ func rollouts(l *lesson, rng *rand.Rand, n, changes int, delay time.Duration) re
 	r.cases = n * changes
 	r.notes = fmt.Sprintf("%d rollouts, %d of them seen Desplegando half a readiness delay in; every Listo judged against the Deployments' and pods' history", n*changes, desplegando)
 	return r
+}
+
+// blocked: a Promocion whose Service's name a team's Service already has
+// fails on it, again and again while its banner changes (each change a
+// failure more, each doubling its wait before the next try), and is left
+// alone; then the team deletes its Service. Nothing the operator watches
+// says so (its cache holds only its own children): it must try again soon
+// enough to be right within the bound, and never have touched the team's
+// Service meanwhile.
+func blocked(l *lesson, failures int) result {
+	r := result{scenario: "Blocked by a team's object", faults: fmt.Sprintf("a team's Service in the way of a Promocion's, %d failures in a row as its banner changes, then the team's deleted", failures)}
+	ns, untouched := l.scenarioNamespace("caos-bloqueo")
+	k := l.kubelet("blocked", l.asOperator("caos-operador"), "--namespace="+ns)
+	k.waitRunning(time.Time{})
+	ctx := context.Background()
+	team := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "promo-0", Namespace: ns, Labels: map[string]string{"equipo": "pagos"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8443}}}}
+	if err := l.C.Create(ctx, team); err != nil {
+		l.T.Fatal(err)
+	}
+	teams := func() string {
+		var now corev1.Service
+		if err := l.C.Get(ctx, client.ObjectKeyFromObject(team), &now); err != nil {
+			return err.Error()
+		}
+		return now.ResourceVersion + " " + fmt.Sprint(now.OwnerReferences, now.Labels, now.Spec.Selector, now.Spec.Ports)
+	}
+	before := teams()
+	if err := l.C.Create(ctx, framework.Promocion(ns, 0, 1)); err != nil {
+		l.T.Fatal(err)
+	}
+	l.Eventually("the Promocion reports the team's Service in its way", func() error {
+		p := framework.Promocion(ns, 0, 1)
+		if err := l.C.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if c := condition(p, "Degraded"); c == nil || c["reason"] != "ChildExists" {
+			return fmt.Errorf("Degraded %v", c)
+		}
+		return nil
+	})
+	for i := range failures { // each change is a reconcile, and a failure more in a row
+		l.setBanner(ns, "promo-0", fmt.Sprintf("intento %d", i))
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // the last failures' waits grow
+	if now := teams(); now != before {
+		l.T.Errorf("the team's Service changed while it blocked the Promocion:\nbefore %s\nafter  %s", before, now)
+	}
+	if err := l.C.Delete(ctx, team); err != nil {
+		l.T.Fatal(err)
+	}
+	deleted := time.Now()
+	l.converge(ns, untouched, deleted, &r)
+	k.stop()
+	r.cases = failures
+	r.notes = fmt.Sprintf("the team's Service untouched while in the way; after its deletion the Promocion's own made, and all right, %s later", r.converged.Round(100*time.Millisecond))
+	return r
+}
+
+// condition is a Promocion's status condition of that type, or nil.
+func condition(p *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
 }
 
 func sameName(l *lesson, rng *rand.Rand, times int) result {
