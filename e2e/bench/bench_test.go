@@ -1439,7 +1439,7 @@ func (b *bench) failover() {
 // ----- helpers -----
 
 // cpuOf is a process's user and system CPU time so far.
-func cpuOf(t *testing.T, pid int) float64 {
+func cpuOf(t testing.TB, pid int) float64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ type chaosScale struct {
 	namespaceN         int
 	rolloutN, rollouts int // Promociones, and banner changes of each, in the rollouts scenario
 	quietFor           time.Duration
+	pairSeeds          int // runs of each mutant-scenario pair (pairs_test.go)
 }
 
 // outageCase is an outage of the API server, and the leader election
@@ -94,11 +95,11 @@ var (
 	shortChaos = chaosScale{name: "short", crashScenarios: crashScenarios, crashPoints: oneWriteEachKind, watchDelay: 3 * time.Second, heldChanges: 8,
 		walkSeeds: 1, walkSteps: 30, network: networkFaults, networkFor: 4 * time.Second, blackhole: 12 * time.Second, blackholeN: 10,
 		crashN: 30, crashKills: 1, outageN: 10, apiOutages: []outageCase{{5 * time.Second, deployLease}, {8 * time.Second, shortLease}}, etcdOutage: 5 * time.Second, leaderN: 20,
-		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20, rolloutN: 3, rollouts: 3, quietFor: 3 * time.Second}
+		fight: 5 * time.Second, fightN: 5, recreations: 4, namespaceN: 20, rolloutN: 3, rollouts: 3, quietFor: 3 * time.Second, pairSeeds: 1}
 	fullChaos = chaosScale{name: "full", crashScenarios: crashScenarios, crashPoints: everyWrite, watchDelay: 3 * time.Second, heldChanges: 20,
 		walkSeeds: 3, walkSteps: 1000, network: networkFaults, networkFor: 10 * time.Second, blackhole: 40 * time.Second, blackholeN: 50,
 		crashN: 300, crashKills: 3, outageN: 50, apiOutages: []outageCase{{5 * time.Second, deployLease}, {30 * time.Second, deployLease}}, etcdOutage: 10 * time.Second, leaderN: 60,
-		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200, rolloutN: 10, rollouts: 10, quietFor: 35 * time.Second}
+		fight: 30 * time.Second, fightN: 20, recreations: 20, namespaceN: 200, rolloutN: 10, rollouts: 10, quietFor: 35 * time.Second, pairSeeds: 3}
 )
 
 // bugsFound are the bugs each scenario found when it was first run, and the
@@ -375,7 +376,8 @@ func (l *lesson) converge(ns string, untouched func() []string, since time.Time,
 // expects them).
 func (l *lesson) settle(ns string, untouched func() []string, since time.Time, r *result) []string {
 	l.T.Helper()
-	return l.settleWithin(5*time.Minute, ns, untouched, since, r)
+	// Right later than the bound is wrong anyway: no need to wait longer.
+	return l.settleWithin(convergeBound+5*time.Second, ns, untouched, since, r)
 }
 
 // settleWithin is settle, waiting at most within for the world to be right.

@@ -28,6 +28,6 @@ type lesson struct {
 	conflictsAfter bool
 }
 
-func newLesson(t *testing.T, seeds *rand.Rand) *lesson {
+func newLesson(t testing.TB, seeds *rand.Rand) *lesson {
 	return &lesson{Lesson: framework.NewLesson(t), never: map[string]*neverWatch{}, seeds: seeds}
 }

@@ -61,7 +61,7 @@ type faults struct {
 }
 
 type proxy struct {
-	t        *testing.T
+	t        testing.TB
 	url      string // http://127.0.0.1:port
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
@@ -153,7 +153,7 @@ func (f faults) kinds() []string {
 
 // mustHaveInjected fails the test for each kind of fault that the proxy has
 // not done once, and returns the counts, for the notes.
-func (p *proxy) mustHaveInjected(t *testing.T, kinds ...string) string {
+func (p *proxy) mustHaveInjected(t testing.TB, kinds ...string) string {
 	t.Helper()
 	var counts []string
 	for _, k := range kinds {

@@ -53,7 +53,7 @@ const (
 
 // Lesson is one test's view of its suite's cluster.
 type Lesson struct {
-	T          *testing.T
+	T          testing.TB
 	Root, Tmp  string
 	KubectlBin string
 	Kubeconfig string
@@ -64,7 +64,7 @@ type Lesson struct {
 
 // NewLesson gives a test the shared cluster, a folder for its logs, and a dump
 // of the operator's logs and the cluster's state if it fails.
-func NewLesson(t *testing.T) *Lesson {
+func NewLesson(t testing.TB) *Lesson {
 	l := &Lesson{T: t, Root: Env.Root, Tmp: t.TempDir(), KubectlBin: Env.KubectlBin, Kubeconfig: Env.Kubeconfig}
 	t.Cleanup(l.dumpOnFailure)
 	l.C = l.ClientFor(l.Kubeconfig)
@@ -327,7 +327,7 @@ func (l *Lesson) Start(s Launch) *Operator {
 // open until chosen, so that no two are the same, and below Linux's ephemeral
 // range (32768 and up), so that no outgoing connection of the operator takes
 // one before it listens there.
-func FreeAddresses(t *testing.T, n int) []string {
+func FreeAddresses(t testing.TB, n int) []string {
 	t.Helper()
 	var addrs []string
 	for tries := 0; len(addrs) < n; tries++ {
@@ -387,7 +387,7 @@ func (o *Operator) Exited() bool {
 }
 
 // Stop sends SIGTERM, as the kubelet would, and expects a clean exit.
-func (o *Operator) Stop(t *testing.T) {
+func (o *Operator) Stop(t testing.TB) {
 	t.Helper()
 	_ = o.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -511,7 +511,7 @@ func (l *Lesson) WaitIdle(o *Operator) {
 }
 
 // RSS reads the process's peak and current resident memory, in MiB.
-func (o *Operator) RSS(t *testing.T) (peak, now float64) {
+func (o *Operator) RSS(t testing.TB) (peak, now float64) {
 	m := o.memory(t)
 	return m("VmHWM"), m("VmRSS")
 }
@@ -519,13 +519,13 @@ func (o *Operator) RSS(t *testing.T) (peak, now float64) {
 // RSSParts reads the process's current resident memory in its two parts, in
 // MiB: anonymous (the heap, stacks, the runtime's own) and file-backed (the
 // binary's pages that it has touched).
-func (o *Operator) RSSParts(t *testing.T) (anon, file float64) {
+func (o *Operator) RSSParts(t testing.TB) (anon, file float64) {
 	m := o.memory(t)
 	return m("RssAnon"), m("RssFile")
 }
 
 // memory reads /proc/<pid>/status, and returns a reader of its fields in MiB.
-func (o *Operator) memory(t *testing.T) func(field string) float64 {
+func (o *Operator) memory(t testing.TB) func(field string) float64 {
 	f, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -782,7 +782,7 @@ current-context: local
 	return path
 }
 
-func HTTPGet(t *testing.T, url string) string {
+func HTTPGet(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -912,7 +912,7 @@ func (l *Lesson) LeaseAcquired() time.Time {
 // RecreationTime deletes obj and returns the time until the watch shows a new
 // one (another UID): the operator's, or the one recreate makes once the
 // delete has returned.
-func RecreationTime(t *testing.T, c client.WithWatch, list client.ObjectList, obj client.Object, recreate func() error) time.Duration {
+func RecreationTime(t testing.TB, c client.WithWatch, list client.ObjectList, obj client.Object, recreate func() error) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
 	defer cancel()

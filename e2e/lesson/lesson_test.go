@@ -334,7 +334,7 @@ func planted(ctx context.Context, r *PromocionReconciler, c client.Client, o cli
 // package at dir built with tags, type-checked, so that a method of the same
 // name elsewhere (an event handler's Delete) is not one. extra, when given,
 // is type-checked as one more file of the package: how the check is checked.
-func clientDeletes(t *testing.T, dir, tags string, extra []byte) []string {
+func clientDeletes(t testing.TB, dir, tags string, extra []byte) []string {
 	t.Helper()
 	goList := func(format string, more ...string) []string {
 		cmd := exec.Command("go", append([]string{"list", "-tags", tags, "-f", format}, append(more, ".")...)...)

@@ -1,0 +1,187 @@
+package chaos
+
+// Mutants of the fault-handling code, each paired with the scenario meant to
+// kill it: the code a fault exists to test, broken the way a plausible bug
+// would break it, run through that scenario over several seeds. A pair whose
+// mutant the scenario does not kill every time shows a scenario too weak for
+// the code it guards. make test runs every pair once, at the short scale,
+// and fails if a mutant survives; make chaos runs each over chaosScale's
+// pairSeeds and writes the kill rates into RELIABILITY.md.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"operador-promociones/e2e/framework"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type pair struct {
+	name     string
+	edits    []framework.Edit
+	scenario string                                 // TestChaos's subtest it is paired with
+	run      func(l *lesson, rng *rand.Rand) result // that scenario, at the pair's size
+	finding  string                                 // what the failure that kills it says
+}
+
+// listoRule is the operator's Listo rule (status.go, deploymentCaughtUp):
+// each of its clauses dropped is a mutant.
+const listoRule = "status.go"
+
+var pairs = []pair{
+	{name: "no retry cap", edits: []framework.Edit{{File: "reconciler.go", From: "\t\tRateLimiter:             retries(),\n", To: ""}},
+		scenario: "blocked", run: func(l *lesson, _ *rand.Rand) result { return blocked(l, 20) },
+		finding: `later than the .* that docs/api.md promises|is not right after`},
+	{name: "claim accepting anything", edits: []framework.Edit{{File: "children.go", From: "\tif obj.GetUID() == \"\" {\n\t\treturn nil // not in the cluster", To: "\tif true {\n\t\treturn nil // not in the cluster"}},
+		scenario: "blocked", run: func(l *lesson, _ *rand.Rand) result { return blocked(l, 20) },
+		finding: `the team's Service changed`},
+	{name: "Listo rule without its replicas asked for", edits: []framework.Edit{{File: listoRule, From: "*d.Spec.Replicas == desired &&", To: "true &&"}},
+		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+	{name: "Listo rule without the Deployment's observedGeneration", edits: []framework.Edit{{File: listoRule, From: "s.ObservedGeneration >= d.Generation &&", To: "true &&"}},
+		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+	{name: "Listo rule without its updated replicas", edits: []framework.Edit{{File: listoRule, From: "s.UpdatedReplicas == desired && ", To: ""}},
+		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+	{name: "Listo rule without its replicas", edits: []framework.Edit{{File: listoRule, From: "s.Replicas == desired && ", To: ""}},
+		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+	{name: "Listo rule without its ready replicas", edits: []framework.Edit{{File: listoRule, From: " && s.ReadyReplicas == desired", To: ""}},
+		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+	{name: "Ready always True", edits: []framework.Edit{{File: listoRule, From: `set(ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", replicas)`, To: `set(ConditionReady, metav1.ConditionTrue, "ReplicasNotReady", replicas)`}},
+		scenario: "rollouts", run: rolloutsPaired, finding: `is Ready and Desplegando`},
+	{name: "the fence off", edits: []framework.Edit{{File: "fence.go", From: "if f == nil || !fenceOn {", To: "if true {"}},
+		scenario: "frozen-leader", run: func(l *lesson, _ *rand.Rand) result { return frozenLeader(l, 20, framework.Env.Operator, true) },
+		finding: `the old leader wrote after the handover`},
+	// A past fix of this suite's history (1231f60): a namespace being deleted
+	// refuses the operator's creates, which it must take as the end of its
+	// work there, not as errors to log and retry.
+	{name: "creates in a namespace being deleted taken as errors (undoes 1231f60)", edits: []framework.Edit{{File: "reconciler.go", From: "if some(err, namespaceGoing) {", To: "if false && some(err, namespaceGoing) {"}},
+		scenario: "namespace-deletion", run: func(l *lesson, _ *rand.Rand) result { return namespaceDeletion(l, 20) },
+		finding: `error lines while the namespace was deleted|created .* objects in the namespace being deleted`},
+}
+
+// neverFinding is what the never-seen rule says when Listo comes too soon.
+const neverFinding = `says Listo|still serves an older page|had caught up`
+
+func rolloutsPaired(l *lesson, rng *rand.Rand) result { return rollouts(l, rng, 2, 2, 2*time.Second) }
+
+// TestMutantPairs builds each pair's mutant and runs its scenario with it as
+// the operator, CHAOS_PAIR_SEEDS times (1 by default: make test), each run
+// judged by what it recorded instead of failing the suite: a pair fails when
+// its mutant survives a run, or is killed by something else than its finding.
+func TestMutantPairs(t *testing.T) {
+	seeds := 1
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		seeds = fullChaos.pairSeeds
+	}
+	seed := uint64(time.Now().UnixNano())
+	dir := t.TempDir()
+	var table strings.Builder
+	table.WriteString("| mutant | paired with | killed | by |\n| --- | --- | --- | --- |\n")
+	for _, p := range pairs {
+		binary := framework.BuildVariant(t, dir, p.name, p.edits...)
+		killed, by := 0, ""
+		for s := range seeds {
+			var failures []string
+			t.Run(fmt.Sprintf("%s/%d", p.name, s), func(t *testing.T) {
+				rec := &recorder{TB: t}
+				defer withOperator(binary)()
+				done := make(chan struct{})
+				go func() { // a scenario's Fatal ends this goroutine, as the testing package's does
+					defer close(done)
+					rng := rand.New(rand.NewPCG(seed, uint64(s)))
+					p.run(newLesson(rec, rand.New(rand.NewPCG(seed, ^uint64(s)))), rng)
+				}()
+				<-done
+				failures = rec.all()
+			})
+			match := regexp.MustCompile(p.finding)
+			caught := ""
+			for _, f := range failures {
+				if caught == "" && match.MatchString(f) {
+					caught = f
+				}
+			}
+			switch {
+			case len(failures) == 0:
+				t.Errorf("mutant %q survived %s (seed %d, run %d)", p.name, p.scenario, seed, s)
+			case caught == "":
+				t.Errorf("mutant %q was caught by %s, but not by what it is paired for (%q):\n%s", p.name, p.scenario, p.finding, strings.Join(failures, "\n"))
+			default:
+				killed++
+				if by == "" {
+					by = firstLine(caught)
+				}
+			}
+		}
+		fmt.Fprintf(&table, "| %s: %s | %s | %d of %d | %s |\n", p.name, editsOf(p.edits), p.scenario, killed, seeds, tableCell(by))
+	}
+	fmt.Println(table.String())
+	if out := os.Getenv("CHAOS_OUT"); out != "" && !t.Failed() {
+		if err := framework.Splice(out, "pairs", table.String()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// withOperator makes binary the suite's operator until the returned func.
+func withOperator(binary string) func() {
+	was := framework.Env.Operator
+	framework.Env.Operator = binary
+	return func() { framework.Env.Operator = was }
+}
+
+func editsOf(edits []framework.Edit) string {
+	var s []string
+	for _, e := range edits {
+		s = append(s, strings.ReplaceAll(strings.ReplaceAll(e.String(), "\n", " "), "\t", ""))
+	}
+	return strings.Join(s, "; ")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if r := []rune(line); len(r) > 200 {
+		line = string(r[:200]) + "…"
+	}
+	return line
+}
+
+// recorder is a test's T that records failures instead of failing the
+// test: a scenario run with a mutant, which must fail, is judged by what it
+// recorded. Fatal ends the scenario's goroutine, as the testing package
+// does. It says it has not failed, so that no dump of the cluster follows a
+// killed mutant's run.
+type recorder struct {
+	testing.TB
+	mu       sync.Mutex
+	failures []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, s)
+	r.TB.Logf("(recorded, as the mutant's run must fail) %s", s)
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.failures...)
+}
+
+func (r *recorder) Error(args ...any)                 { r.add(fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) { r.add(fmt.Sprintf(format, args...)) }
+func (r *recorder) Fail()                             { r.add("failed") }
+func (r *recorder) Fatal(args ...any)                 { r.add(fmt.Sprint(args...)); runtime.Goexit() }
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.add(fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (r *recorder) FailNow()     { r.add("failed"); runtime.Goexit() }
+func (r *recorder) Failed() bool { return false }
+func (r *recorder) Helper()      {}
