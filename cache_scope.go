@@ -1,5 +1,3 @@
-//go:build !unscoped
-
 package main
 
 import (

@@ -108,10 +108,10 @@ var (
 var bugsFound = map[string]string{
 	"Frozen leader": "a deposed leader woken up wrote with its stale cache, putting old banners back: the leader fence (4faf58a, moved to the transport in 94a9516); " +
 		"building the Lease client changed the operator's shared config (b203ece)",
-	"Frozen leader, fence off (test-only build)": "none: it shows the stale writes the fence stops",
-	"Namespace deletion":                         "thousands of error lines and Warning events for creates refused in a namespace being deleted (1231f60)",
-	"Stale view at start-up":                     "rbac.yaml without delete on the children: the API server refused to let the operator set their ownerReferences, so it could not take back children (3490d07)",
-	"Spec-transition fuzzing":                    "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338); at full scale (2026-12-06), a Promocion blocked by a Service of its name left by an earlier Promocion of that name waited up to 16 minutes after the Service went: each failure had doubled the retry delay, and the blocker's deletion brings no event (29e3d49, a 30 s cap)",
+	"Frozen leader, fence off (a variant, not a build of the product)": "none: it shows the stale writes the fence stops",
+	"Namespace deletion":      "thousands of error lines and Warning events for creates refused in a namespace being deleted (1231f60)",
+	"Stale view at start-up":  "rbac.yaml without delete on the children: the API server refused to let the operator set their ownerReferences, so it could not take back children (3490d07)",
+	"Spec-transition fuzzing": "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338); at full scale (2026-12-06), a Promocion blocked by a Service of its name left by an earlier Promocion of that name waited up to 16 minutes after the Service went: each failure had doubled the retry delay, and the blocker's deletion brings no event (29e3d49, a 30 s cap)",
 }
 
 // networkFault is a named set of faults for the proxy.
@@ -915,7 +915,7 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	r := result{scenario: "Frozen leader", faults: fmt.Sprintf("SIGSTOP of the leader mid-burst of %d Promociones, past its Lease (%s); every banner changed meanwhile; SIGCONT", n, lease)}
 	name := "caos-lider"
 	if !fenced {
-		r.scenario, name = "Frozen leader, fence off (test-only build)", "caos-lider-sin-valla"
+		r.scenario, name = "Frozen leader, fence off (a variant, not a build of the product)", "caos-lider-sin-valla"
 	}
 	ns, untouched := l.scenarioNamespace(name)
 	for _, who := range []string{"replica-a", "replica-b"} {

@@ -174,7 +174,7 @@ func TestMutants(t *testing.T) {
 		}
 		fmt.Fprintf(&table, "| %s: `%s` → `%s` | %s | %s |\n", m.name, m.from, m.to, m.caughtBy, tableCell(strings.TrimSpace(m.killedWith)))
 	}
-	fmt.Fprintf(&table, "| a deposed leader writing: the leader fence compiled out (`-tags nofence`) | the frozen-leader scenario | its writes after the handover, from the audit log (see that scenario's row) |\n")
+	fmt.Fprintf(&table, "| a deposed leader writing: the leader fence off (the ablation's variant sin-cerca, built with go build -overlay) | the frozen-leader scenario | its writes after the handover, from the audit log (see that scenario's row, and the mutant pairs) |\n")
 	fmt.Println(table.String())
 	if out := os.Getenv("CHAOS_OUT"); out != "" && !t.Failed() {
 		if err := framework.Splice(out, "mutants", table.String()); err != nil {

@@ -52,7 +52,7 @@ var pairs = []pair{
 		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
 	{name: "Ready always True", edits: []framework.Edit{{File: listoRule, From: `set(ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", replicas)`, To: `set(ConditionReady, metav1.ConditionTrue, "ReplicasNotReady", replicas)`}},
 		scenario: "rollouts", run: rolloutsPaired, finding: `is Ready and Desplegando`},
-	{name: "the fence off", edits: []framework.Edit{{File: "fence.go", From: "if f == nil || !fenceOn {", To: "if true {"}},
+	{name: "the fence off", edits: []framework.Edit{{File: "fence.go", From: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif f == nil {", To: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif true {"}},
 		scenario: "frozen-leader", run: func(l *lesson, _ *rand.Rand) result { return frozenLeader(l, 20, framework.Env.Operator, true) },
 		finding: `the old leader wrote after the handover`},
 	// A past fix of this suite's history (1231f60): a namespace being deleted

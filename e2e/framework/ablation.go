@@ -99,7 +99,7 @@ var AblationVariants = []Variant{
 		// Only with --leader-elect, which the benchmark's runs do not pass:
 		// there it is nil and costs nothing, so no figure could tell.
 		ChaosOnly: true,
-		Edits:     []Edit{{File: "fence.go", From: "if f == nil || !fenceOn {", To: "if true {"}}},
+		Edits:     []Edit{{File: "fence.go", From: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif f == nil {", To: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif true {"}}},
 	{Key: "sin-compartir", Mechanism: "the cache transform's interning and shared parts",
 		Code: []Span{{File: "cache_transform.go", Decls: []string{"sharedParts", "sharedParts.deployment", "sharedParts.service", "interner", "knownStrings", "interner.of", "interner.inMap", "internMeta", "shared", "shared.of"}}},
 		Edits: []Edit{

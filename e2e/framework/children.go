@@ -2,15 +2,16 @@ package framework
 
 import (
 	"fmt"
-	"os/exec"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Child is a kind of object that the operator makes for every Promocion, as
-// its table childKinds (children.go) says; a build of it prints the table
-// (-children), since a test cannot import package main.
+// its table childKinds (children.go) says; a unit test of the operator writes
+// the table into e2e/testdata/children.txt, and checks it there, since a test
+// here cannot import package main.
 type Child struct {
 	Kind, APIVersion string
 	Resource         string // for kubectl: configmaps, deployments.apps
@@ -43,23 +44,24 @@ func (c Child) List() *unstructured.UnstructuredList {
 	return l
 }
 
-// childTable is what Main read from the operator's build with the table.
+// childTable is what Main read from e2e/testdata/children.txt.
 var childTable []Child
 
 // Children are the operator's children, in the order it makes them.
 func Children() []Child { return childTable }
 
-// readChildren reads the table from the operator's build with it.
-func readChildren(build string) ([]Child, error) {
-	out, err := exec.Command(build, "-children").Output()
+// readChildren reads the table from the file its unit test keeps
+// (children_table_test.go).
+func readChildren(file string) ([]Child, error) {
+	out, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s -children: %w", build, err)
+		return nil, err
 	}
 	var all []Child
 	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 4 {
-			return nil, fmt.Errorf("%s -children printed %q", build, line)
+			return nil, fmt.Errorf("%s holds %q", file, line)
 		}
 		all = append(all, Child{Kind: f[0], APIVersion: f[1], Resource: f[2], name: f[3]})
 	}

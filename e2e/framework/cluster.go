@@ -32,7 +32,7 @@ import (
 // them and starts the cluster, beside any `make cluster` a developer runs.
 var Env struct {
 	Root, KubectlBin, Kubeconfig, Operator string
-	ChildTable, Unfenced                   string // test-only builds of the operator (children_cli.go, fence_off.go)
+	Unfenced                               string // the operator with its leader fence off (an ablation variant's edit, built with go build -overlay)
 	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
 	LeccionCareful                         string // the same, written carefully (its -tags careful build)
 	ClusterDir                             string // hack/cluster.sh's CLUSTER_DIR: logs/, pids/
@@ -126,16 +126,15 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		return 1, err
 	}
 	Env.KubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
-	// The operator as it ships; a build of the same code that prints its table
-	// of child kinds (children_cli.go); and the same without the leader fence.
-	Env.Operator, Env.ChildTable, Env.Unfenced = filepath.Join(tmp, "operador-promociones"), filepath.Join(tmp, "childtable"), filepath.Join(tmp, "unfenced")
+	// The operator as it ships, and the lesson's operators the benchmarks
+	// compare it with.
+	Env.Operator = filepath.Join(tmp, "operador-promociones")
 	Env.Leccion, Env.LeccionCareful = filepath.Join(tmp, "leccion"), filepath.Join(tmp, "leccion-careful")
 	for _, b := range []struct {
 		bin, tags, pkg string
 		want           bool
 	}{
-		{Env.Operator, "", ".", true}, {Env.ChildTable, "childtable", ".", true}, {Env.Unfenced, "nofence", ".", o.Unfenced},
-		{Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion}, {Env.LeccionCareful, "careful", "./e2e/testdata/leccion", o.Leccion},
+		{Env.Operator, "", ".", true}, {Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion}, {Env.LeccionCareful, "careful", "./e2e/testdata/leccion", o.Leccion},
 	} {
 		if !b.want {
 			continue
@@ -158,7 +157,15 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		}
 		fmt.Printf("the operator is the variant %s: %s taken out\n", key, v.Mechanism)
 	}
-	if childTable, err = readChildren(Env.ChildTable); err != nil {
+	// The operator without its leader fence: the frozen-leader scenario shows
+	// what the fence stops (the ablation's variant, not a build of the product).
+	if o.Unfenced {
+		v, _ := AblationVariant("sin-cerca")
+		if Env.Unfenced, err = buildVariant(tmp, "unfenced", v.Edits...); err != nil {
+			return 1, err
+		}
+	}
+	if childTable, err = readChildren(filepath.Join(root, "e2e", "testdata", "children.txt")); err != nil {
 		return 1, err
 	}
 	if err := checkChildTable(childTable); err != nil {

@@ -302,12 +302,8 @@ func (l *lesson) uids() map[string]string {
 // garbage collector's, the operator's code has no Delete call.
 func (l *lesson) assertNoDeleteInOperator() {
 	l.T.Helper()
-	// Both builds, so that every file is read: the default one and the one
-	// with every other build tag (the bench's variants).
-	for _, tags := range []string{"", "unscoped,nofence,childtable"} {
-		for _, call := range clientDeletes(l.T, l.Root, tags, nil) {
-			l.T.Errorf("%s: the cleanup should be the garbage collector's", call)
-		}
+	for _, call := range clientDeletes(l.T, l.Root, "", nil) {
+		l.T.Errorf("%s: the cleanup should be the garbage collector's", call)
 	}
 	// The check finds a planted Delete, through the reconciler's embedded
 	// client as through a bare one.
