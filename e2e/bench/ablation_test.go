@@ -56,8 +56,8 @@ func TestAblation(t *testing.T) {
 		seed = s
 	}
 	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
-	b := &bench{Lesson: framework.NewLesson(t), sc: as.bench, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
-		res: &results.Results{Scale: as.name, Commit: framework.Commit(), Seed: seed, Started: time.Now().UTC()}}
+	b := &bench{Harness: framework.NewHarness(t, &suite), sc: as.bench, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
+		res: &results.Results{Scale: as.name, Commit: suite.Commit(), Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
 	b.makeTemplate()
@@ -72,10 +72,10 @@ func TestAblation(t *testing.T) {
 		c := *b.candidates[results.Ours]
 		c.key, c.args = v.Key, v.Args
 		if len(v.Edits) > 0 {
-			c.binary = framework.BuildVariant(t, builds, v.Key, v.Edits...)
+			c.binary = suite.BuildVariant(t, builds, v.Key, v.Edits...)
 		}
 		b.candidates[v.Key] = &c
-		b.res.Variants = append(b.res.Variants, results.Variant{Key: v.Key, Mechanism: v.Mechanism, Lines: v.Lines + framework.LinesOf(t, v.Code),
+		b.res.Variants = append(b.res.Variants, results.Variant{Key: v.Key, Mechanism: v.Mechanism, Lines: v.Lines + framework.LinesOf(t, suite.Root, v.Code),
 			Args: v.Args, Edits: editStrings(v.Edits)})
 		keys = append(keys, v.Key)
 	}

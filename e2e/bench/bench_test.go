@@ -58,8 +58,8 @@ func TestBench(t *testing.T) {
 		seed = s
 	}
 	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
-	b := &bench{Lesson: framework.NewLesson(t), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
-		res: &results.Results{Scale: sc.name, Commit: framework.Commit(), Seed: seed, Started: time.Now().UTC()}}
+	b := &bench{Harness: framework.NewHarness(t, &suite), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
+		res: &results.Results{Scale: sc.name, Commit: suite.Commit(), Seed: seed, Started: time.Now().UTC()}}
 	b.settings()
 	b.identities()
 	b.makeTemplate()
@@ -217,7 +217,7 @@ type candidate struct {
 }
 
 type bench struct {
-	*framework.Lesson
+	*framework.Harness
 	sc         scale
 	started    time.Time
 	rnd        *rand.Rand
@@ -264,7 +264,7 @@ func (b *bench) processCPU(o *framework.Operator) map[string]float64 {
 // componentPid is the process of a cluster component, as hack/cluster.sh
 // recorded it.
 func (b *bench) componentPid(name string) int {
-	raw, err := os.ReadFile(filepath.Join(framework.Env.ClusterDir, "pids", name))
+	raw, err := os.ReadFile(filepath.Join(suite.ClusterDir, "pids", name))
 	if err != nil {
 		b.T.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func (b *bench) commandLine(name string) string {
 		b.T.Fatal(err)
 	}
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")[1:]
-	return strings.ReplaceAll(strings.Join(args, " "), framework.Env.ClusterDir, "$CLUSTER_DIR")
+	return strings.ReplaceAll(strings.Join(args, " "), suite.ClusterDir, "$CLUSTER_DIR")
 }
 
 func machine() string {
@@ -334,8 +334,8 @@ func (b *bench) identities() {
 	// words ask it written (issue 50); the lesson as printed, whose every
 	// pass rewrites its children, is no longer measured.
 	b.candidates = map[string]*candidate{
-		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: framework.Env.Operator, product: true},
-		results.Careful: {key: results.Careful, user: "system:serviceaccount:default:bench-leccion-careful", binary: framework.Env.LeccionCareful},
+		results.Ours:    {key: results.Ours, user: "system:serviceaccount:default:bench-operador", binary: suite.Operator, product: true},
+		results.Careful: {key: results.Careful, user: "system:serviceaccount:default:bench-leccion-careful", binary: suite.LeccionCareful},
 		results.Plain:   {key: results.Plain, user: "system:serviceaccount:default:bench-plain"},
 	}
 	for sa, c := range map[string]*candidate{"bench-operador": b.candidates[results.Ours], "bench-leccion-careful": b.candidates[results.Careful], "bench-plain": b.candidates[results.Plain]} {
@@ -1325,7 +1325,7 @@ func (b *bench) podsOf(ctx context.Context, ns string) error {
 }
 
 func (b *bench) clusterSh(verb, fsync string) {
-	cmd := framework.ClusterSh(verb)
+	cmd := suite.ClusterSh(verb)
 	if fsync != "" {
 		cmd.Env = append(cmd.Env, "ETCD_FSYNC="+fsync)
 	}
@@ -1347,7 +1347,7 @@ func (b *bench) clusterSh(verb, fsync string) {
 func (b *bench) memory() {
 	v, _ := framework.AblationVariant("sin-alcance")
 	unscoped := *b.candidates[results.Ours]
-	unscoped.binary = framework.BuildVariant(b.T, b.Tmp, v.Key, v.Edits...)
+	unscoped.binary = suite.BuildVariant(b.T, b.Tmp, v.Key, v.Edits...)
 	variants := map[string]*candidate{results.Ours: b.candidates[results.Ours], results.Careful: b.candidates[results.Careful], "unscoped": &unscoped}
 	measure := func(section string) {
 		for r := range b.sc.repeats {

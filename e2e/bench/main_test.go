@@ -11,6 +11,9 @@ import (
 	"operador-promociones/e2e/framework"
 )
 
+// suite is this suite's cluster and builds, which TestMain fills.
+var suite framework.Suite
+
 func TestMain(m *testing.M) {
 	// make bench-report: the report and plots again from the data, with no cluster.
 	if file := os.Getenv("BENCH_RESULTS"); file != "" {
@@ -20,5 +23,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	framework.Main(m, framework.Options{Name: "bench", Port: 17843, Leccion: true})
+	framework.Main(m, framework.Options{Name: "bench", Port: 17843, Leccion: true}, &suite)
 }

@@ -147,7 +147,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("scale %s, random seed %d (CHAOS_SEED=%d replays it)", sc.name, seed, seed)
 	quietFor = sc.quietFor
-	started, commit := time.Now(), framework.Commit()
+	started, commit := time.Now(), suite.Commit()
 	var results []result
 	var details []string
 	var rng *rand.Rand
@@ -170,8 +170,8 @@ func TestChaos(t *testing.T) {
 		scenario(fmt.Sprintf("apiserver-%s", o.d), func(l *lesson) result { return outage(l, "kube-apiserver", o.d, o.lease, sc.outageN) })
 	}
 	scenario("etcd", func(l *lesson) result { return outage(l, "etcd", sc.etcdOutage, deployLease, sc.outageN) })
-	scenario("frozen-leader", func(l *lesson) result { return frozenLeader(l, sc.leaderN, framework.Env.Operator, true) })
-	scenario("frozen-leader-unfenced", func(l *lesson) result { return frozenLeader(l, sc.leaderN, framework.Env.Unfenced, false) })
+	scenario("frozen-leader", func(l *lesson) result { return frozenLeader(l, sc.leaderN, suite.Operator, true) })
+	scenario("frozen-leader-unfenced", func(l *lesson) result { return frozenLeader(l, sc.leaderN, suite.Unfenced, false) })
 	scenario("fights", func(l *lesson) result { return fights(l, rng, sc.fight, sc.fightN) })
 	scenario("same-name", func(l *lesson) result { return sameName(l, rng, sc.recreations) })
 	scenario("rollouts", func(l *lesson) result { return rollouts(l, rng, sc.rolloutN, sc.rollouts, 2*time.Second) })
@@ -425,10 +425,10 @@ func (l *lesson) settleWithin(within time.Duration, ns string, untouched func() 
 		// Proven, not assumed: kube-controller-manager restarted (a fresh
 		// graph) must remove them within leftoverGrace, or the case fails.
 		restarted := time.Now()
-		if out, err := framework.ClusterSh("stop", "kube-controller-manager").CombinedOutput(); err != nil {
+		if out, err := suite.ClusterSh("stop", "kube-controller-manager").CombinedOutput(); err != nil {
 			l.T.Fatalf("stopping kube-controller-manager: %v\n%s", err, out)
 		}
-		if out, err := framework.ClusterSh("up").CombinedOutput(); err != nil {
+		if out, err := suite.ClusterSh("up").CombinedOutput(); err != nil {
 			l.T.Fatalf("starting kube-controller-manager again: %v\n%s", err, out)
 		}
 		if framework.Poll(leftoverGrace, 500*time.Millisecond, func() error {
@@ -826,11 +826,11 @@ func outage(l *lesson, component string, d time.Duration, lease leaseTimings, n 
 	l.converge(ns, untouched, time.Now(), &result{})
 
 	stopAt := time.Now()
-	if out, err := framework.ClusterSh("stop", component).CombinedOutput(); err != nil {
+	if out, err := suite.ClusterSh("stop", component).CombinedOutput(); err != nil {
 		l.T.Fatalf("stopping %s: %v\n%s", component, err, out)
 	}
 	time.Sleep(d - time.Since(stopAt)) // the outage's length is the fault itself
-	if out, err := framework.ClusterSh("start", component).CombinedOutput(); err != nil {
+	if out, err := suite.ClusterSh("start", component).CombinedOutput(); err != nil {
 		l.T.Fatalf("starting %s: %v\n%s", component, err, out)
 	}
 	l.Eventually("the API server answers again", func() error {

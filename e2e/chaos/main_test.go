@@ -11,13 +11,16 @@ import (
 	"operador-promociones/e2e/framework"
 )
 
+// suite is this suite's cluster and builds, which TestMain fills.
+var suite framework.Suite
+
 func TestMain(m *testing.M) {
-	framework.Main(m, framework.Options{Name: "chaos", Port: 17743, Unfenced: true})
+	framework.Main(m, framework.Options{Name: "chaos", Port: 17743, Unfenced: true}, &suite)
 }
 
-// lesson is the framework's Lesson, with this suite's faults as its methods.
+// lesson is the framework's Harness, with this suite's faults as its methods.
 type lesson struct {
-	*framework.Lesson
+	*framework.Harness
 	never map[string]*neverWatch // by scenario namespace, from its birth
 	// seeds draws the seeds of what a scenario chooses at random beside its
 	// own choices (the proxy's 429s and watch cuts): from the scenario's
@@ -29,5 +32,5 @@ type lesson struct {
 }
 
 func newLesson(t testing.TB, seeds *rand.Rand) *lesson {
-	return &lesson{Lesson: framework.NewLesson(t), never: map[string]*neverWatch{}, seeds: seeds}
+	return &lesson{Harness: framework.NewHarness(t, &suite), never: map[string]*neverWatch{}, seeds: seeds}
 }

@@ -63,7 +63,7 @@ var mutants = []*mutant{
 
 // build makes the mutant's binary in dir.
 func (m *mutant) build(t *testing.T, dir string) {
-	root := framework.Env.Root
+	root := suite.Root
 	src, err := os.ReadFile(filepath.Join(root, m.file))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestMutants(t *testing.T) {
 	}
 	l := newLesson(t, rand.New(rand.NewPCG(1, 1))) // the mutants' run injects no random fault
 	l.Identity("caos-mutante")
-	if failures := mutantRun(l, framework.Env.Operator, "as-it-ships", 0); len(failures) > 0 {
+	if failures := mutantRun(l, suite.Operator, "as-it-ships", 0); len(failures) > 0 {
 		t.Fatalf("the operator as it ships fails the mutants' run, which then proves nothing:\n%s", strings.Join(failures, "\n"))
 	}
 	var table strings.Builder

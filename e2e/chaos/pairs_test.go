@@ -53,7 +53,7 @@ var pairs = []pair{
 	{name: "Ready always True", edits: []framework.Edit{{File: listoRule, From: `set(ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", replicas)`, To: `set(ConditionReady, metav1.ConditionTrue, "ReplicasNotReady", replicas)`}},
 		scenario: "rollouts", run: rolloutsPaired, finding: `is Ready and Desplegando`},
 	{name: "the fence off", edits: []framework.Edit{{File: "fence.go", From: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif f == nil {", To: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif true {"}},
-		scenario: "frozen-leader", run: func(l *lesson, _ *rand.Rand) result { return frozenLeader(l, 20, framework.Env.Operator, true) },
+		scenario: "frozen-leader", run: func(l *lesson, _ *rand.Rand) result { return frozenLeader(l, 20, suite.Operator, true) },
 		finding: `the old leader wrote after the handover`},
 	// A past fix of this suite's history (1231f60): a namespace being deleted
 	// refuses the operator's creates, which it must take as the end of its
@@ -82,7 +82,7 @@ func TestMutantPairs(t *testing.T) {
 	var table strings.Builder
 	table.WriteString("| mutant | paired with | killed | by |\n| --- | --- | --- | --- |\n")
 	for _, p := range pairs {
-		binary := framework.BuildVariant(t, dir, p.name, p.edits...)
+		binary := suite.BuildVariant(t, dir, p.name, p.edits...)
 		killed, by := 0, ""
 		for s := range seeds {
 			var failures []string
@@ -129,9 +129,9 @@ func TestMutantPairs(t *testing.T) {
 
 // withOperator makes binary the suite's operator until the returned func.
 func withOperator(binary string) func() {
-	was := framework.Env.Operator
-	framework.Env.Operator = binary
-	return func() { framework.Env.Operator = was }
+	was := suite.Operator
+	suite.Operator = binary
+	return func() { suite.Operator = was }
 }
 
 func editsOf(edits []framework.Edit) string {

@@ -123,12 +123,13 @@ var AblationVariants = []Variant{
 		Edits: []Edit{{File: "flags.go", From: "EnableReadYourWritesConsistency: new(len(c.namespaces) <= 1),", To: "EnableReadYourWritesConsistency: new(false),"}}},
 }
 
-// LinesOf counts the lines of the code spans name, from the product's source.
-func LinesOf(t testing.TB, spans []Span) int {
+// LinesOf counts the lines of the code spans name, from the product's source
+// at root.
+func LinesOf(t testing.TB, root string, spans []Span) int {
 	t.Helper()
 	n := 0
 	for _, s := range spans {
-		path := filepath.Join(Env.Root, s.File)
+		path := filepath.Join(root, s.File)
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

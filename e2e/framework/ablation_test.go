@@ -15,7 +15,6 @@ func TestAblationVariantsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	Env.Root = root
 	dir := t.TempDir()
 	seen := map[string]bool{}
 	for _, v := range AblationVariants {
@@ -26,13 +25,13 @@ func TestAblationVariantsBuild(t *testing.T) {
 		if (len(v.Edits) == 0) == (len(v.Args) == 0) {
 			t.Errorf("%s: a variant takes its mechanism out by flags or by edits, one of the two", v.Key)
 		}
-		if n := LinesOf(t, v.Code); n == 0 && v.Lines == 0 && len(v.Edits) > 0 {
+		if n := LinesOf(t, root, v.Code); n == 0 && v.Lines == 0 && len(v.Edits) > 0 {
 			t.Errorf("%s: no lines counted for its mechanism", v.Key)
 		}
 		if len(v.Edits) == 0 {
 			continue
 		}
-		file, err := overlay(dir, v.Key, v.Edits...)
+		file, err := overlay(root, dir, v.Key, v.Edits...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@
 // starts a cluster of the suite's own (hack/cluster.sh: etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, kwok's fake nodes,
 // and for the lesson a real node running containerd and the kubelet); a test
-// gets its view of it from NewLesson, which starts operator processes, waits
+// gets its view of it from NewHarness, which starts operator processes, waits
 // for things to become true, and reads what the operator and the API server
 // recorded (metrics, logs, the audit log).
 package framework
@@ -28,9 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Env is the suite's cluster and binaries, shared by its tests. Main builds
-// them and starts the cluster, beside any `make cluster` a developer runs.
-var Env struct {
+// A Suite is a suite's cluster and binaries, shared by its tests: each suite
+// keeps one, which Main fills as it builds them and starts the cluster,
+// beside any `make cluster` a developer runs.
+type Suite struct {
 	Root, KubectlBin, Kubeconfig, Operator string
 	Unfenced                               string // the operator with its leader fence off (an ablation variant's edit, built with go build -overlay)
 	Leccion                                string // the lesson's operator, the benchmark's peer (e2e/testdata/leccion)
@@ -52,16 +53,16 @@ type Options struct {
 	Port int
 	// RealNode asks for the real nodes beside kwok's nodes, unless CLUSTER_NODE=none.
 	RealNode bool
-	// Unfenced and Leccion ask for those builds too (Env); the operator and
+	// Unfenced and Leccion ask for those builds too (Suite); the operator and
 	// the child table build are always built.
 	Unfenced, Leccion bool
 }
 
 // ClusterSh runs hack/cluster.sh on the suite's cluster.
-func ClusterSh(args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(Env.Root, "hack", "cluster.sh"), args...)
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+Env.ClusterDir, fmt.Sprintf("CLUSTER_PORT=%d", Env.Port))
-	if Env.RealNode {
+func (s *Suite) ClusterSh(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(s.Root, "hack", "cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+s.ClusterDir, fmt.Sprintf("CLUSTER_PORT=%d", s.Port))
+	if s.RealNode {
 		cmd.Env = append(cmd.Env, "CLUSTER_NODE=real") // fail where they cannot run, rather than fall back
 	} else {
 		cmd.Env = append(cmd.Env, "CLUSTER_NODE=none")
@@ -80,9 +81,10 @@ func IsRealNode(name string) bool { return slices.Contains(RealNodes, name) }
 // (hack/node.sh); on kwok's nodes nothing pulls it.
 const WebImage = "docker.io/nginxinc/nginx-unprivileged:1.29-alpine"
 
-// Main runs a suite's tests on a cluster of its own, and exits: a suite's TestMain.
-func Main(m *testing.M, o Options) {
-	code, err := runSuite(m, o)
+// Main runs a suite's tests on a cluster of its own, filling s, and exits: a
+// suite's TestMain.
+func Main(m *testing.M, o Options, s *Suite) {
+	code, err := s.run(m, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		code = 1
@@ -90,13 +92,13 @@ func Main(m *testing.M, o Options) {
 	os.Exit(code)
 }
 
-func runSuite(m *testing.M, o Options) (int, error) {
+func (s *Suite) run(m *testing.M, o Options) (int, error) {
 	log.SetLogger(logr.Discard()) // the tests' clients have nothing to log
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return 1, err
 	}
-	Env.Root = root
+	s.Root = root
 	tmp, err := os.MkdirTemp("", "operador-e2e-")
 	if err != nil {
 		return 1, err
@@ -125,16 +127,16 @@ func runSuite(m *testing.M, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	Env.KubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
+	s.KubectlBin = filepath.Join(strings.TrimSpace(bins), "kubectl")
 	// The operator as it ships, and the lesson's operators the benchmarks
 	// compare it with.
-	Env.Operator = filepath.Join(tmp, "operador-promociones")
-	Env.Leccion, Env.LeccionCareful = filepath.Join(tmp, "leccion"), filepath.Join(tmp, "leccion-careful")
+	s.Operator = filepath.Join(tmp, "operador-promociones")
+	s.Leccion, s.LeccionCareful = filepath.Join(tmp, "leccion"), filepath.Join(tmp, "leccion-careful")
 	for _, b := range []struct {
 		bin, tags, pkg string
 		want           bool
 	}{
-		{Env.Operator, "", ".", true}, {Env.Leccion, "", "./e2e/testdata/leccion", o.Leccion}, {Env.LeccionCareful, "careful", "./e2e/testdata/leccion", o.Leccion},
+		{s.Operator, "", ".", true}, {s.Leccion, "", "./e2e/testdata/leccion", o.Leccion}, {s.LeccionCareful, "careful", "./e2e/testdata/leccion", o.Leccion},
 	} {
 		if !b.want {
 			continue
@@ -152,7 +154,7 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		if !ok || len(v.Edits) == 0 || len(v.Args) > 0 {
 			return 1, fmt.Errorf("E2E_VARIANT=%s: no ablation variant of that key built by edits alone", key)
 		}
-		if Env.Operator, err = buildVariant(tmp, key, v.Edits...); err != nil {
+		if s.Operator, err = buildVariant(root, tmp, key, v.Edits...); err != nil {
 			return 1, err
 		}
 		fmt.Printf("the operator is the variant %s: %s taken out\n", key, v.Mechanism)
@@ -161,7 +163,7 @@ func runSuite(m *testing.M, o Options) (int, error) {
 	// what the fence stops (the ablation's variant, not a build of the product).
 	if o.Unfenced {
 		v, _ := AblationVariant("sin-cerca")
-		if Env.Unfenced, err = buildVariant(tmp, "unfenced", v.Edits...); err != nil {
+		if s.Unfenced, err = buildVariant(root, tmp, "unfenced", v.Edits...); err != nil {
 			return 1, err
 		}
 	}
@@ -172,22 +174,22 @@ func runSuite(m *testing.M, o Options) (int, error) {
 		return 1, err
 	}
 
-	Env.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-"+o.Name)
-	Env.Port = o.Port
-	Env.RealNode = o.RealNode && os.Getenv("CLUSTER_NODE") != "none"
-	if _, err := run(ClusterSh("down")); err != nil {
+	s.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-"+o.Name)
+	s.Port = o.Port
+	s.RealNode = o.RealNode && os.Getenv("CLUSTER_NODE") != "none"
+	if _, err := run(s.ClusterSh("down")); err != nil {
 		return 1, err
 	}
-	before := machineState()
+	before := machineState(s.ClusterDir)
 	// Once, whether the tests end or the run is interrupted, and the other waits.
 	var once sync.Once
 	var downErr error
 	down := func() error {
 		once.Do(func() {
-			if _, downErr = run(ClusterSh("down")); downErr != nil {
+			if _, downErr = run(s.ClusterSh("down")); downErr != nil {
 				return
 			}
-			if diff := before.diff(machineState()); diff != "" {
+			if diff := before.diff(machineState(s.ClusterDir)); diff != "" {
 				downErr = fmt.Errorf("hack/cluster.sh down left the machine changed:\n%s", diff)
 			}
 		})
@@ -195,16 +197,16 @@ func runSuite(m *testing.M, o Options) (int, error) {
 	}
 	clusterDown.Store(&down)
 	start := time.Now()
-	if _, err := run(ClusterSh("up")); err != nil {
+	if _, err := run(s.ClusterSh("up")); err != nil {
 		return 1, errors.Join(err, down())
 	}
-	Env.Kubeconfig = filepath.Join(Env.ClusterDir, "kubeconfig")
+	s.Kubeconfig = filepath.Join(s.ClusterDir, "kubeconfig")
 	fmt.Printf("cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 
 	// The previous lesson taught the cluster the noun. (kubectl wait fails, rather
 	// than waits, on a CRD whose status has no conditions yet: so a poll.)
 	kubectl := func(args ...string) (string, error) {
-		return run(exec.Command(Env.KubectlBin, append([]string{"--kubeconfig", Env.Kubeconfig}, args...)...))
+		return run(exec.Command(s.KubectlBin, append([]string{"--kubeconfig", s.Kubeconfig}, args...)...))
 	}
 	if _, err := kubectl("apply", "-f", filepath.Join(root, "manifiestos", "crd.yaml")); err != nil {
 		return 1, err

@@ -22,7 +22,7 @@ var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 // `hack/cluster.sh down` puts every part of it back as it found it.
 type state map[string][]string
 
-func machineState() state {
+func machineState(clusterDir string) state {
 	lines := func(name string, args ...string) []string {
 		out, err := exec.Command(name, args...).Output()
 		if err != nil {
@@ -57,7 +57,7 @@ func machineState() state {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(Env.ClusterDir)) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(clusterDir)) {
 			s["processes of the cluster"] = append(s["processes of the cluster"], strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}

@@ -25,38 +25,38 @@ type Edit struct {
 // BuildVariant builds the operator with edits into dir, under name, and
 // returns the binary. It fails the test if a From is not in its file once:
 // a variant must follow the code it changes.
-func BuildVariant(t testing.TB, dir, name string, edits ...Edit) string {
+func (s *Suite) BuildVariant(t testing.TB, dir, name string, edits ...Edit) string {
 	t.Helper()
-	binary, err := buildVariant(dir, name, edits...)
+	binary, err := buildVariant(s.Root, dir, name, edits...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return binary
 }
 
-func buildVariant(dir, name string, edits ...Edit) (string, error) {
-	overlayFile, err := overlay(dir, name, edits...)
+func buildVariant(root, dir, name string, edits ...Edit) (string, error) {
+	overlayFile, err := overlay(root, dir, name, edits...)
 	if err != nil {
 		return "", err
 	}
 	binary := strings.TrimSuffix(overlayFile, ".json")
 	build := exec.Command("go", "build", "-overlay", overlayFile, "-o", binary, ".")
-	build.Dir = Env.Root
+	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building variant %q: %w\n%s", name, err, out)
 	}
 	return binary, nil
 }
 
-// overlay writes the edited files and go build's overlay of them into dir,
-// and returns the overlay's file.
-func overlay(dir, name string, edits ...Edit) (string, error) {
+// overlay writes the files of the repository at root with edits, and go
+// build's overlay of them, into dir, and returns the overlay's file.
+func overlay(root, dir, name string, edits ...Edit) (string, error) {
 	slug := regexp.MustCompile(`\W+`).ReplaceAllString(name, "-")
 	changed := map[string]string{} // file -> its text with the edits so far
 	for _, e := range edits {
 		text, ok := changed[e.File]
 		if !ok {
-			src, err := os.ReadFile(filepath.Join(Env.Root, e.File))
+			src, err := os.ReadFile(filepath.Join(root, e.File))
 			if err != nil {
 				return "", err
 			}
@@ -73,7 +73,7 @@ func overlay(dir, name string, edits ...Edit) (string, error) {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			return "", err
 		}
-		replace[filepath.Join(Env.Root, file)] = path
+		replace[filepath.Join(root, file)] = path
 	}
 	data, err := json.Marshal(map[string]any{"Replace": replace})
 	if err != nil {

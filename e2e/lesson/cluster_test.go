@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 // nothing behind: here, once for a port in use and once for a binary that dies,
 // with and without the real node.
 func TestClusterFailsCleanly(t *testing.T) {
-	root := framework.Env.Root
+	root := suite.Root
 	modes := []string{"none"}
-	if framework.Env.RealNode {
+	if suite.RealNode {
 		modes = append(modes, "real")
 	}
 	for _, node := range modes {
@@ -92,7 +91,7 @@ func TestClusterFailsCleanly(t *testing.T) {
 // node-support's answer for each kind of machine, then a whole cluster up on a
 // machine with no cgroups.
 func TestClusterFallsBackToKwok(t *testing.T) {
-	root := framework.Env.Root
+	root := suite.Root
 	sh := func(env []string, args ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), args...)
 		for _, kv := range os.Environ() {
@@ -146,7 +145,7 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 	if len(said) != 1 || strings.Contains(out, "failed") || strings.Contains(out, "starting node-") {
 		t.Errorf("want one line saying why there is no real node, and no node started; got:\n%s", out)
 	}
-	nodes, err := exec.Command(framework.Env.KubectlBin, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "get", "nodes", "-o", "name").Output()
+	nodes, err := exec.Command(suite.KubectlBin, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "get", "nodes", "-o", "name").Output()
 	if got := strings.Fields(string(nodes)); err != nil || !slices.Equal(got, []string{"node/kwok-01", "node/kwok-02"}) {
 		t.Errorf("the cluster's nodes: %v (%v), want kwok's two alone", got, err)
 	}
@@ -170,7 +169,7 @@ func TestClusterFallsBackToKwok(t *testing.T) {
 // component starts in init; and nodes_down removes it all and puts the root
 // back as it was.
 func TestNodeCgroupV2(t *testing.T) {
-	root := framework.Env.Root
+	root := suite.Root
 	fs, controllers := "/sys/fs/cgroup", ""
 	if _, err := os.Stat(fs + "/cgroup.controllers"); err != nil {
 		fs, controllers = "/sys/fs/cgroup/unified", "hugetlb"

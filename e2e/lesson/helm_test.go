@@ -29,15 +29,12 @@ import (
 // Promociones, the shops serving and the API's kept objects; and a reinstall
 // takes them back with zero writes, and then repairs what it must.
 func TestHelm(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
 	const n = 30
 	// An image of its own in the cluster's registry: TestLessonInCluster
 	// starts from a registry without deploy.yaml's.
 	const release, repository = "operador-promociones", "registry.iximiuz.com/tienda/helm/operador-promociones"
 	const v1, v2 = repository + ":v1", repository + ":v2"
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	h := l.newHelm()
 	// What other tests applied from manifiestos/ would not be Helm's to take.
 	for _, f := range []string{"deploy.yaml", "rbac.yaml", "sa.yaml", "metrics.yaml", "roles.yaml", "protect-crd.yaml"} {
@@ -53,7 +50,7 @@ func TestHelm(t *testing.T) {
 		_, _ = h.try("uninstall", release, "-n", system, "--wait")
 	})
 	for _, ref := range []string{v1, v2} {
-		if out, err := framework.ClusterSh("push", l.OperatorImage(operatorImage), ref).CombinedOutput(); err != nil {
+		if out, err := suite.ClusterSh("push", l.OperatorImage(operatorImage), ref).CombinedOutput(); err != nil {
 			t.Fatalf("pushing the image as %s: %v\n%s", ref, err, out)
 		}
 	}

@@ -37,14 +37,11 @@ const operatorImage = "registry.iximiuz.com/tienda/operador-promociones:v1"
 // Service, and seen in a real browser; and the garbage collector removing
 // real pods.
 func TestLessonInCluster(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
 	l.removeOperatorAtCleanup()
 	l.Kubectl("delete", "--ignore-not-found", "-f", manifest("rbac.yaml"))
-	_ = framework.ClusterSh("node", "ctr", "images", "rm", operatorImage).Run() // a node that never pulled it
+	_ = suite.ClusterSh("node", "ctr", "images", "rm", operatorImage).Run() // a node that never pulled it
 
 	l.Step("4", "the registry is the meeting point: the credentials, then sa.yaml and deploy.yaml as they are, before the push")
 	l.createPullSecret("default")
@@ -210,7 +207,7 @@ func (l *lesson) leaseHolder(ns string) string {
 // pushes it to the cluster's registry as deploy.yaml names it, as make push does.
 func (l *lesson) pushOperatorImage() {
 	l.T.Helper()
-	if out, err := framework.ClusterSh("push", l.OperatorImage(operatorImage), operatorImage).CombinedOutput(); err != nil {
+	if out, err := suite.ClusterSh("push", l.OperatorImage(operatorImage), operatorImage).CombinedOutput(); err != nil {
 		l.T.Fatalf("hack/cluster.sh push (make push): %v\n%s", err, out)
 	}
 }
@@ -221,7 +218,7 @@ func (l *lesson) pushOperatorImage() {
 func (l *lesson) createPullSecret(ns string) {
 	l.T.Helper()
 	l.Kubectl("delete", "secret", "--ignore-not-found", "registry-credentials", "-n", ns) // one left by a test that failed
-	user, password, _ := strings.Cut(strings.TrimSpace(framework.ReadFile(l.T, filepath.Join(framework.Env.ClusterDir, "registry", "credentials"))), ":")
+	user, password, _ := strings.Cut(strings.TrimSpace(framework.ReadFile(l.T, filepath.Join(suite.ClusterDir, "registry", "credentials"))), ":")
 	l.Kubectl("create", "secret", "docker-registry", "registry-credentials", "--docker-server=registry.iximiuz.com",
 		"--docker-username="+user, "--docker-password="+password, "-n", ns)
 }
@@ -258,7 +255,7 @@ func (l *lesson) waitForPullRefused(why string) {
 
 // registryRefusals counts the registry's answers of 401 to containerd.
 func (l *lesson) registryRefusals() int {
-	log := framework.ReadFile(l.T, filepath.Join(framework.Env.ClusterDir, "logs", "registry.log"))
+	log := framework.ReadFile(l.T, filepath.Join(suite.ClusterDir, "logs", "registry.log"))
 	return len(regexp.MustCompile(`(?m)"HEAD /v2/tienda/operador-promociones/manifests/v1 HTTP/1.1" 401 .*containerd`).FindAllString(log, -1))
 }
 
@@ -350,7 +347,7 @@ func (l *lesson) checkPage(banner string) {
 	// until it has caught up.
 	l.Eventually(fmt.Sprintf("curl http://%s/ (the ClusterIP) on node-01 serves %s", ip, want), func() error {
 		for range 5 { // the Service picks a pod each time: every one must serve it
-			out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+			out, err := suite.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), want) {
 				return fmt.Errorf("%w: %s", err, out)
 			}
@@ -487,13 +484,13 @@ func (l *lesson) nodeContainers(promocion string) []string {
 	l.T.Helper()
 	var mine []string
 	for _, node := range framework.RealNodes {
-		out, err := framework.ClusterSh("node", node, "ctr", "containers", "ls", "-q",
+		out, err := suite.ClusterSh("node", node, "ctr", "containers", "ls", "-q",
 			`labels."io.kubernetes.pod.namespace"==default`).Output()
 		if err != nil {
 			l.T.Fatal(errors.Join(err, errors.New(string(out))))
 		}
 		for _, id := range strings.Fields(string(out)) {
-			info, _ := framework.ClusterSh("node", node, "ctr", "containers", "info", id).Output()
+			info, _ := suite.ClusterSh("node", node, "ctr", "containers", "info", id).Output()
 			if strings.Contains(string(info), `"io.kubernetes.pod.name": "`+promocion+`-`) {
 				mine = append(mine, node+"/"+id)
 			}

@@ -17,10 +17,7 @@ import (
 // addresses (mask): a change that alters what a learner sees fails here, and
 // LECCION_WRITE=1 (make leccion) writes the file again from the run.
 func TestLeccion(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("the lesson needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	tr := &transcript{l: l}
 	manifest := func(f string) string { return filepath.Join(l.Root, "manifiestos", f) }
 	l.removeOperatorAtCleanup()

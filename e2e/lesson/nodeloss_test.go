@@ -28,10 +28,7 @@ import (
 // the operator's Lease, as with the defaults, so that the other replica leads
 // while the shop is short of its lost pod, and says so.
 func TestNodeLoss(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	l.deployInCluster()
 	l.Kubectl("apply", "-f", filepath.Join(l.Root, "manifiestos", "ejemplos", "rebajas-verano.yaml"))
 	t.Cleanup(func() { _, _ = l.TryKubectl("delete", "promocion", framework.LessonName, "--ignore-not-found") })
@@ -51,14 +48,14 @@ func TestNodeLoss(t *testing.T) {
 	probe := l.probePage(survivor, ip)
 	fases := l.watchFase()
 	t.Cleanup(func() { // the next tests need both nodes
-		if out, err := framework.ClusterSh("up").CombinedOutput(); err != nil {
+		if out, err := suite.ClusterSh("up").CombinedOutput(); err != nil {
 			t.Errorf("hack/cluster.sh up, to bring %s back: %v\n%s", lost, err, out)
 		}
 		l.Eventually(lost+" Ready again", func() error { return l.nodeReady(lost, "True") })
 	})
 
 	l.Step("1", "hack/cluster.sh kill-node "+lost+": the machine holding the leader is lost")
-	if out, err := framework.ClusterSh("kill-node", lost).CombinedOutput(); err != nil {
+	if out, err := suite.ClusterSh("kill-node", lost).CombinedOutput(); err != nil {
 		t.Fatalf("hack/cluster.sh kill-node %s: %v\n%s", lost, err, out)
 	}
 	killed := time.Now()
@@ -210,7 +207,7 @@ type sample struct {
 func (l *lesson) probePage(node, ip string) func() []sample {
 	l.T.Helper()
 	script := `while :; do c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 http://` + ip + `/); echo "$(date +%s%N) $c"; sleep 0.1; done`
-	cmd := framework.ClusterSh("node", node, "sh", "-c", script)
+	cmd := suite.ClusterSh("node", node, "sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -14,10 +14,7 @@ import (
 // (its own folder and port, beside the tests' cluster): make dev, then what
 // the README tells a reader to run, then make cluster-down.
 func TestQuickStart(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("the quick start needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	runMake := func(target string) {
 		t.Helper()

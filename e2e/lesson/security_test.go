@@ -243,10 +243,7 @@ func TestTenantCannotFillMemory(t *testing.T) {
 // make undeploy removes it, and the shops keep serving with no operator;
 // make deploy again takes them back with zero writes and no pod restarted.
 func TestConfinedDeployUndeployDeploy(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	l.pushOperatorImage()
 	// The registry's credentials, in the namespace the operator will run in,
 	// made first so that its Pods pull at once.
@@ -480,7 +477,7 @@ func (l *lesson) serves(ns, promocion, banner string) {
 	l.T.Helper()
 	ip := l.Kubectl("get", "service", promocion, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
 	l.Eventually(fmt.Sprintf("curl http://%s/ on node-01 serves %q", ip, banner), func() error {
-		out, err := framework.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
+		out, err := suite.ClusterSh("node", "curl", "-sS", "--max-time", "5", "http://"+ip+"/").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "<h1>"+banner+"</h1>") {
 			return fmt.Errorf("%w: %s", err, out)
 		}

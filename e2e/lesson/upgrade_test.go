@@ -72,10 +72,10 @@ func TestUpgrade(t *testing.T) {
 	})
 
 	l.Kubectl("apply", "-f", crd) // the new CRD, over the stored Promociones
-	c := replica("nueva-c", framework.Env.Operator, "version-nueva")
+	c := replica("nueva-c", suite.Operator, "version-nueva")
 	l.WaitForLog(c, "a new replica waits", waiting)
 	b.Stop(t)
-	d := replica("nueva-d", framework.Env.Operator, "version-nueva")
+	d := replica("nueva-d", suite.Operator, "version-nueva")
 	l.WaitForLog(d, "a second new replica waits", waiting)
 	a.Stop(t) // the old leader releases the Lease on its way out
 	var leader *framework.Operator
@@ -176,10 +176,7 @@ func TestUpgrade(t *testing.T) {
 // them all; and the way past default's editors is closed (before the move,
 // the test's editor of default could act as the operator; after it, not).
 func TestMoveFromDefault(t *testing.T) {
-	if !framework.Env.RealNode {
-		t.Fatal("this test needs the real nodes: they run unless CLUSTER_NODE=none")
-	}
-	l := newLesson(t)
+	l := newLessonOnRealNodes(t)
 	l.pushOperatorImage()
 	l.createPullSecret("default")
 	system := l.systemNamespace()
