@@ -342,9 +342,7 @@ func sameKey(m map[string]string, key string) bool {
 // its cache (as it is configured in main) is the reader's own copy, so a
 // mutate function changing one Deployment cannot reach another.
 func TestCachedChildrenAreCopies(t *testing.T) {
-	needCluster(t)
-	ns := newNamespace(t)
-	startOperator(t, ns)
+	ns, _ := namespaceWithOperator(t)
 	for _, name := range []string{"a", "b"} {
 		waitForChildren(t, createPromocion(t, ns, name, "Oferta "+name, 1))
 	}

@@ -25,8 +25,7 @@ import (
 // The operator keeps nothing outside the cluster, so it adds no finalizer, and
 // deleting a Promocion completes even with no operator running.
 func TestNoFinalizer(t *testing.T) {
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
+	ns, stop := namespaceWithOperator(t)
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
 	waitForChildren(t, p)
 	if f := getPromocion(t, p).Finalizers; len(f) > 0 {
@@ -110,8 +109,7 @@ func TestEvents(t *testing.T) {
 // a little on its way, so that, were they let through together, they would
 // overlap.
 func TestEventsGoOneAtATime(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 1)
+	p := promocionAlone(t, "https://tienda.example.com", 1)
 	var inFlight, most atomic.Int32
 	counted := onWrites(cfg, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
 		n := inFlight.Add(1)

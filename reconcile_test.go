@@ -53,8 +53,7 @@ func createPromocion(t *testing.T, ns, name, banner string, replicas int32) *Pro
 // creates the lesson's rebajas-verano there, and waits for its children.
 func runningPromocion(t *testing.T) (*Promocion, *children, func() error) {
 	t.Helper()
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
+	ns, stop := namespaceWithOperator(t)
 	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
 	return p, waitForChildren(t, p), stop
 }
@@ -127,8 +126,7 @@ func setDeploymentStatus(t *testing.T, key client.Object, ready int32) {
 
 // 1. The three children, controlled by the Promocion's UID.
 func TestCreatesChildren(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
+	ns, _ := namespaceWithOperator(t)
 	p := createPromocion(t, ns, "rebajas-verano", `<script>alert("hola")</script> https://tienda.example.com`, 3)
 	c := waitForChildren(t, p)
 
@@ -188,7 +186,6 @@ func TestDeletedChildrenComeBack(t *testing.T) {
 // the real owner handler, as SetupWithManager wires them. A child deleted
 // after its Promocion, by the garbage collector, queues nothing.
 func TestDeletedChildIsRepairedFirst(t *testing.T) {
-	needCluster(t)
 	ns := newNamespace(t)
 	createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1) // "borrada" is never made: it is gone
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -377,8 +374,7 @@ func TestUnchangedPromocionCostsNoWrites(t *testing.T) {
 // operator's status writes from others' by their resourceVersion. Each step
 // is a real write, and the predicate sees the objects before and after it.
 func TestWhatQueuesThePromocion(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	p := promocionAlone(t, "https://tienda.example.com", 3)
 	// A finalizer of the test's own holds the deleted Promocion, so that its
 	// deletion is an update to look at; the test removes it at the end.
 	if err := k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["tienda.example.com/test"]}}`))); err != nil {
@@ -434,8 +430,7 @@ func TestWhatQueuesThePromocion(t *testing.T) {
 // reconciled again. Each write is real; the watch's events are handed to the
 // predicate at the moment the race would bring them.
 func TestOwnStatusWritesInAnyOrder(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	p := promocionAlone(t, "Hasta -50%", 1)
 	var duringWrite func(before, after *Promocion) // run between a status write and its answer
 	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
@@ -530,8 +525,7 @@ func TestOwnStatusWritesInAnyOrder(t *testing.T) {
 // before it, or a hand edit by someone allowed to) is put right: only the
 // operator's own status writes are dropped from the Promocion's watch.
 func TestStatusFromAnotherHandIsPutRight(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
+	ns, _ := namespaceWithOperator(t)
 	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
 	c := waitForChildren(t, p)
 	setDeploymentStatus(t, c.dep, 1)
@@ -563,8 +557,7 @@ func TestStatusFromAnotherHandIsPutRight(t *testing.T) {
 // then reconciles again if asked to, as the queue does, from a cache that has
 // caught up.
 func TestStatusNotLostBehindTheCache(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
+	p := promocionAlone(t, "Hasta -50%", 1)
 	r := newReconciler(t, k8sClient)
 	reconcileWith := func(c client.Client) ctrl.Result {
 		t.Helper()
@@ -702,8 +695,7 @@ func TestValidation(t *testing.T) {
 // pod template, are dropped by the API server before the Promocion is
 // stored, and the pods run the operator's web image as the operator sets them up.
 func TestAuthorChoosesOnlyBannerAndReplicas(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
+	ns, _ := namespaceWithOperator(t)
 	p := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tienda.example.com/v1", "kind": "Promocion",
 		"metadata": map[string]any{"name": "lista", "namespace": ns},
@@ -909,8 +901,7 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 		{"deleted and made again before the garbage collector", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := newNamespace(t)
-			stop := startOperator(t, ns)
+			ns, stop := namespaceWithOperator(t)
 			old := createPromocion(t, ns, "rebajas-verano", "Antes", 3)
 			c := waitForChildren(t, old)
 			if err := stop(); err != nil {
@@ -971,9 +962,7 @@ func TestTakesBackItsOwnOrphans(t *testing.T) {
 // them to the garbage collector with it. Here a finalizer of the test's holds
 // the deletion, and the reconciler is handed the copy read before it.
 func TestNoTakeBackForAPromocionBeingDeleted(t *testing.T) {
-	needCluster(t)
-	ns := newNamespace(t)
-	stop := startOperator(t, ns)
+	ns, stop := namespaceWithOperator(t)
 	p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
 	c := waitForChildren(t, p)
 	if err := stop(); err != nil {
@@ -1012,14 +1001,12 @@ func TestNoTakeBackForAPromocionBeingDeleted(t *testing.T) {
 // runs no garbage collector and cannot order the watches, so the test does
 // the collector's part, and hands the reconciler the copy the cache held.
 func TestNoChildMadeForADeletedPromocion(t *testing.T) {
-	needCluster(t)
 	for _, tc := range []struct {
 		name string
 		hold bool // a finalizer holds the deletion, as a foreground delete does
 	}{{"gone", false}, {"going", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := newNamespace(t)
-			stop := startOperator(t, ns)
+			ns, stop := namespaceWithOperator(t)
 			p := createPromocion(t, ns, "rebajas-verano", "Hasta -50%", 1)
 			c := waitForChildren(t, p)
 			eventually(t, "the status observes the Promocion", func() error {
@@ -1143,8 +1130,8 @@ func TestManagerStopsCleanly(t *testing.T) {
 // reconciler's read and its write, and the reconciler's user may not update
 // Deployments.
 func TestConflictDoesNotHideARefusal(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	p := promocionAlone(t, "https://tienda.example.com", 3)
+	ns := p.Namespace
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
 	if _, err := newReconciler(t, k8sClient).Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
@@ -1229,8 +1216,7 @@ func (c racingClient) Status() client.SubResourceWriter {
 // An optimistic-concurrency conflict is routine: the reconcile asks to come back
 // soon instead of returning an error that would be logged.
 func TestConflictRequeuesQuietly(t *testing.T) {
-	ns := newNamespace(t)
-	p := createPromocion(t, ns, "rebajas-verano", "https://tienda.example.com", 3)
+	p := promocionAlone(t, "https://tienda.example.com", 3)
 	raced := false
 	race := func() {
 		raced = true
@@ -1262,8 +1248,7 @@ func TestConflictRequeuesQuietly(t *testing.T) {
 // maxRetryDelay, however often it failed before. controller-runtime's default
 // wait, after the thirty failures here, is the 1000 s cap.
 func TestBlockedPromocionIsRetriedSoon(t *testing.T) {
-	ns := newNamespace(t)
-	startOperator(t, ns)
+	ns, _ := namespaceWithOperator(t)
 	blocker := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "rebajas-verano", Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	if err := k8sClient.Create(ctx, blocker); err != nil {

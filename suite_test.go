@@ -136,6 +136,21 @@ func newNamespace(t testing.TB) string {
 	return ns.Name
 }
 
+// namespaceWithOperator gives the test a namespace of its own and an operator
+// watching it (startOperator).
+func namespaceWithOperator(t *testing.T) (ns string, stop func() error) {
+	t.Helper()
+	ns = newNamespace(t)
+	return ns, startOperator(t, ns)
+}
+
+// promocionAlone creates the lesson's rebajas-verano in a namespace of the
+// test's own, with no operator: for tests that call Reconcile themselves.
+func promocionAlone(t *testing.T, banner string, replicas int32) *Promocion {
+	t.Helper()
+	return createPromocion(t, newNamespace(t), "rebajas-verano", banner, replicas)
+}
+
 // startOperator runs the operator in-process, as main does, watching only
 // the given namespaces. It stops when the test ends; the returned function stops it
 // earlier and returns what the manager returned.
