@@ -2,12 +2,13 @@ package lesson
 
 import (
 	"bufio"
-	"operador-promociones/e2e/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"operador-promociones/e2e/framework"
 )
 
 // The README's quick start, command by command, on a cluster of its own
