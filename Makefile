@@ -204,9 +204,10 @@ bench-ablation: k8s-binaries ## The ablation (about five hours): each mechanism 
 bench-writes: k8s-binaries ## What each of the operator's writes costs the API server and etcd in CPU, beside the lesson's (about three minutes, on envtest).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) test -count=1 -timeout 30m -run '^$$' -bench WriteCost -benchtime 3s -count 5 .
 
-bench-report: ## Write BENCHMARKS.md's run and the plots in bench/ again from bench/bench-results.json (when only their code changed).
+bench-report: ## Write BENCHMARKS.md's run, its ablation and the plots in bench/ again from bench/*-results.json (when only their code changed).
 	BENCH_RESULTS=$(CURDIR)/bench/bench-results.json BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 ./e2e/bench/
+	BENCH_RESULTS=$(CURDIR)/bench/ablation-results.json BENCH_REPORT=$(CURDIR)/BENCHMARKS.md $(GO) test -count=1 ./e2e/bench/
 	$(GO) -C hack/plots run . $(CURDIR)/bench
 
-chaos: k8s-binaries ## The chaos suite at full scale (about an hour); prints a Markdown table and writes it into RELIABILITY.md.
-	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 90m -v -run 'TestChaos$$|TestMutants$$' ./e2e/chaos/
+chaos: k8s-binaries ## The chaos suite at full scale, its mutants and its mutant-scenario pairs over three seeds (about two hours); writes RELIABILITY.md's tables.
+	CLUSTER_NODE=none CHAOS_SCALE=full CHAOS_OUT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 180m -v -run 'TestChaos$$|TestMutants$$|TestMutantPairs$$' ./e2e/chaos/

@@ -16,7 +16,8 @@ import (
 func (b *bench) report() string { return reportOf(b.res) }
 
 // benchReport writes the report of a run's results (the file data) again,
-// into the file report between its bench markers, or to stdout: no cluster is started.
+// into the file report between its markers (bench, or ablation for the
+// ablation's data), or to stdout: no cluster is started.
 func benchReport(data, report string) error {
 	raw, err := os.ReadFile(data)
 	if err != nil {
@@ -26,11 +27,15 @@ func benchReport(data, report string) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("%s: %w", data, err)
 	}
+	name, text := "bench", reportOf(&res)
+	if len(res.Variants) > 0 {
+		name, text = "ablation", ablationReport(&res)
+	}
 	if report == "" {
-		fmt.Print(reportOf(&res))
+		fmt.Print(text)
 		return nil
 	}
-	return framework.Splice(report, "bench", reportOf(&res))
+	return framework.Splice(report, name, text)
 }
 
 // reportOf writes a run's results as Markdown; `make bench-report` writes it

@@ -10,7 +10,7 @@ package chaos
 // the suite, and so does one whose line is no longer in the source (the
 // table must follow the code). The operator as it ships goes through the same
 // run first, and must pass it: the run catches the mutants, not everything.
-// The deposed leader that writes (the fence compiled out) is the frozen-leader
+// The deposed leader that writes (the fence switched off by an overlay) is the frozen-leader
 // scenario's own mutant, run in every size of this suite.
 
 import (
