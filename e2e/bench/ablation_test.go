@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"operador-promociones/e2e/bench/results"
 	"operador-promociones/e2e/framework"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // ablationScale sizes the ablation: the full one for make bench-ablation, a
@@ -51,17 +49,9 @@ func TestAblation(t *testing.T) {
 	if os.Getenv("BENCH_ABLATION") == "full" {
 		as = fullAblation
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
-	b := &bench{Harness: framework.NewHarness(t, &suite), sc: as.bench, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
-		res: &results.Results{Scale: as.name, Commit: suite.Commit(), Seed: seed, Started: time.Now().UTC()}}
-	b.settings()
-	b.identities()
-	b.makeTemplate()
-	b.saveCluster()
+	b := newBench(t, as.bench, as.name)
+	dir := b.outDir
+	data := filepath.Join(dir, "ablation-results.json")
 
 	builds := t.TempDir()
 	keys := []string{results.Ours, results.Careful}
@@ -87,14 +77,7 @@ func TestAblation(t *testing.T) {
 				run.SideApply, run.SideApplyPerson, run.Applying = b.sideApply(fmt.Sprintf("bench-usuario-%s-%d", key, r))
 			})
 		}
-		b.res.Took = time.Since(b.started).Round(time.Second).String()
-		data, err := json.MarshalIndent(b.res, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "ablation-results.json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		b.saveJSON(data) // after each round: a run cut short still leaves what it measured
 	}
 	// The chaos suite's ablation, run before (hack/ablation-chaos.sh), if it was.
 	if raw, err := os.ReadFile(filepath.Join(dir, "ablation-chaos.json")); err == nil {
@@ -102,14 +85,7 @@ func TestAblation(t *testing.T) {
 			t.Fatalf("ablation-chaos.json: %v", err)
 		}
 	}
-	b.res.Took = time.Since(b.started).Round(time.Second).String()
-	data, err := json.MarshalIndent(b.res, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ablation-results.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	b.saveJSON(data)
 	report := ablationReport(b.res)
 	if file := os.Getenv("BENCH_REPORT"); file != "" {
 		if err := framework.Splice(file, "ablation", report); err != nil {

@@ -53,17 +53,8 @@ func TestBench(t *testing.T) {
 	if os.Getenv("BENCH_SCALE") == "full" {
 		sc = fullScale
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	dir := cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir())
-	b := &bench{Harness: framework.NewHarness(t, &suite), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: dir,
-		res: &results.Results{Scale: sc.name, Commit: suite.Commit(), Seed: seed, Started: time.Now().UTC()}}
-	b.settings()
-	b.identities()
-	b.makeTemplate()
-	b.saveCluster()
+	b := newBench(t, sc, sc.name)
+	dir := b.outDir
 
 	only := os.Getenv("BENCH_SECTIONS") // comma-separated: measure these only, beside an earlier run's others
 	if only != "" {
@@ -143,17 +134,41 @@ func (b *bench) joinEarlier(dir string) {
 	*b.res = earlier
 }
 
+// newBench opens a benchmark run at scale sc, its results named scaleName:
+// its seed (BENCH_SEED replays one), its folder (BENCH_OUT, or the test's),
+// the candidates' identities and operators, and the cluster saved to restore
+// between runs.
+func newBench(t *testing.T, sc scale, scaleName string) *bench {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	b := &bench{Harness: framework.NewHarness(t, &suite), sc: sc, started: time.Now(), rnd: rand.New(rand.NewPCG(seed, seed)), outDir: cmp.Or(os.Getenv("BENCH_OUT"), t.TempDir()),
+		res: &results.Results{Scale: scaleName, Commit: suite.Commit(), Seed: seed, Started: time.Now().UTC()}}
+	b.settings()
+	b.identities()
+	b.makeTemplate()
+	b.saveCluster()
+	return b
+}
+
 // write puts the report and its data into dir.
 func (b *bench) write(dir string) {
+	b.saveJSON(filepath.Join(dir, "bench-results.json"))
+	if err := os.WriteFile(filepath.Join(dir, "bench-results.md"), []byte(b.report()), 0o644); err != nil {
+		b.T.Fatal(err)
+	}
+}
+
+// saveJSON writes the results so far into file, with the time they took.
+func (b *bench) saveJSON(file string) {
 	b.res.Took = time.Since(b.started).Round(time.Second).String()
 	data, err := json.MarshalIndent(b.res, "", " ")
 	if err != nil {
 		b.T.Fatal(err)
 	}
-	for name, content := range map[string][]byte{"bench-results.md": []byte(b.report()), "bench-results.json": data} {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
-			b.T.Fatal(err)
-		}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		b.T.Fatal(err)
 	}
 }
 

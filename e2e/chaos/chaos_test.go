@@ -1114,7 +1114,7 @@ func blocked(l *lesson, failures int) result {
 		if err := l.C.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
-		if c := condition(p, "Degraded"); c == nil || c["reason"] != "ChildExists" {
+		if c := framework.Condition(p, "Degraded"); c == nil || c["reason"] != "ChildExists" {
 			return fmt.Errorf("Degraded %v", c)
 		}
 		return nil
@@ -1136,17 +1136,6 @@ func blocked(l *lesson, failures int) result {
 	r.cases = failures
 	r.notes = fmt.Sprintf("the team's Service untouched while in the way; after its deletion the Promocion's own made, and all right, %s later", r.converged.Round(100*time.Millisecond))
 	return r
-}
-
-// condition is a Promocion's status condition of that type, or nil.
-func condition(p *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
 }
 
 func sameName(l *lesson, rng *rand.Rand, times int) result {

@@ -323,7 +323,7 @@ func judgeStatus(pr unstructured.Unstructured, p promo, d *unstructured.Unstruct
 	for _, want := range []struct{ typ, status, reason string }{
 		{"Ready", "True", "AllReplicasReady"}, {"Progressing", "False", "Complete"}, {"Degraded", "False", "AsExpected"}, {"Reconciling", "", ""}, {"Stalled", "", ""},
 	} {
-		c := condition(&pr, want.typ)
+		c := Condition(&pr, want.typ)
 		switch {
 		case want.status == "" && c != nil:
 			problems = append(problems, Problem{fmt.Sprintf("Promocion %s: want no condition %s once Listo (kstatus's, present only while true), got %v", p.name, want.typ, c), false})
@@ -335,8 +335,8 @@ func judgeStatus(pr unstructured.Unstructured, p promo, d *unstructured.Unstruct
 	return problems
 }
 
-// condition is the status's condition of that type, or nil.
-func condition(pr *unstructured.Unstructured, typ string) map[string]any {
+// Condition is a Promocion's status condition of that type, or nil.
+func Condition(pr *unstructured.Unstructured, typ string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(pr.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == typ {
@@ -366,8 +366,8 @@ func contradicts(pr *unstructured.Unstructured) (string, bool) {
 	if fase == "" || observed != pr.GetGeneration() {
 		return "", false // not written yet, or for an older generation
 	}
-	is := func(typ, status string) bool { c := condition(pr, typ); return c != nil && c["status"] == status }
-	present := func(typ string) bool { return condition(pr, typ) != nil }
+	is := func(typ, status string) bool { c := Condition(pr, typ); return c != nil && c["status"] == status }
+	present := func(typ string) bool { return Condition(pr, typ) != nil }
 	name := pr.GetName()
 	switch {
 	case fase != "Listo" && fase != "Desplegando":
@@ -377,11 +377,11 @@ func contradicts(pr *unstructured.Unstructured) (string, bool) {
 	case fase == "Listo" && is("Degraded", "False") && !is("Ready", "True"):
 		return fmt.Sprintf("Promocion %s is Listo, not Degraded, and not Ready", name), true
 	case (fase == "Desplegando") != is("Progressing", "True"):
-		return fmt.Sprintf("Promocion %s is %s with Progressing %v", name, fase, condition(pr, "Progressing")), true
+		return fmt.Sprintf("Promocion %s is %s with Progressing %v", name, fase, Condition(pr, "Progressing")), true
 	case present("Stalled") != is("Degraded", "True"):
-		return fmt.Sprintf("Promocion %s has Stalled %v with Degraded %v", name, condition(pr, "Stalled"), condition(pr, "Degraded")), true
+		return fmt.Sprintf("Promocion %s has Stalled %v with Degraded %v", name, Condition(pr, "Stalled"), Condition(pr, "Degraded")), true
 	case present("Reconciling") != (is("Degraded", "False") && is("Progressing", "True")):
-		return fmt.Sprintf("Promocion %s has Reconciling %v with Degraded %v and Progressing %v", name, condition(pr, "Reconciling"), condition(pr, "Degraded"), condition(pr, "Progressing")), true
+		return fmt.Sprintf("Promocion %s has Reconciling %v with Degraded %v and Progressing %v", name, Condition(pr, "Reconciling"), Condition(pr, "Degraded"), Condition(pr, "Progressing")), true
 	}
 	return "", false
 }
