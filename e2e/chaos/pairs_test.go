@@ -165,7 +165,7 @@ func (r *recorder) add(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failures = append(r.failures, s)
-	r.TB.Logf("(recorded, as the mutant's run must fail) %s", s)
+	r.Logf("(recorded, as the mutant's run must fail) %s", s)
 }
 
 func (r *recorder) all() []string {
