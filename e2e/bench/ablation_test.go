@@ -211,6 +211,8 @@ func ablationReport(res *results.Results) string {
 				return "kept: " + strings.Join(failed, ", ") + " fails without it"
 			case len(wins) > 0:
 				return "kept: the figures"
+			case rounds(res) < minRounds:
+				return fmt.Sprintf("not decided: %d of the %d rounds a verdict needs", rounds(res), minRounds)
 			}
 			return "removed"
 		})
@@ -219,7 +221,8 @@ func ablationReport(res *results.Results) string {
 	for i, v := range res.Variants {
 		how := "flags `" + strings.Join(v.Args, " ") + "`"
 		if len(v.Edits) > 0 {
-			how = "the product with " + strings.Join(v.Edits, "; ")
+			// An edit's code on one line: a table's text, not a listing.
+			how = "the product with " + strings.Join(strings.Fields(strings.Join(v.Edits, "; ")), " ")
 		}
 		fmt.Fprintf(&b, "%s**%s**, %s", map[bool]string{true: "", false: "; "}[i == 0], v.Key, how)
 	}
@@ -232,6 +235,10 @@ func ablationReport(res *results.Results) string {
 	}
 	return b.String()
 }
+
+// minRounds is the rounds a figure needs before its spread decides anything
+// (issue 50: at least three repeats).
+const minRounds = 3
 
 func rounds(res *results.Results) int {
 	n := 0

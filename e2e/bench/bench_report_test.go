@@ -396,7 +396,7 @@ func (r *reportWriter) table(section, variant string, cands []string) {
 
 func (r *reportWriter) headline() {
 	all := r.present(results.Ours, results.Leccion, results.Careful, results.Plain)
-	r.f("### Convergence of %d Promociones of 1 replica, to Listo\n\n%d repeats per candidate, interleaved; each run in a fresh namespace, all %d created at once (32 at a time) by the user, the time running from the first create to the watch event that shows the last one Listo (Pods Ready on kwok's nodes), and beside it to the last one's first status (its children and status written). Writes are the candidate's own, from the API server's audit log.\n\n", r.sc.n, r.sc.repeats, r.sc.n)
+	r.f("### Convergence of %d Promociones of 1 replica, to Listo\n\n%d repeats per candidate, interleaved; each run in a fresh namespace, all %d created at once (32 at a time) by the user, the time running from the first create to the watch event that shows the last one Listo (Pods Ready on kwok's nodes), and beside it to the last one's first status (its children and status written). Writes are the candidate's own, from the API server's audit log.\n\n", r.sc.n, len(r.runs("headline", results.Ours, "")), r.sc.n)
 	r.table("headline", "", all)
 	med := func(c string, f func(results.Run) float64) fig { return figOf(pick(r.runs("headline", c, ""), f)) }
 	listo := func(x results.Run) float64 { return x.Listo }
@@ -414,7 +414,7 @@ func (r *reportWriter) contention() {
 	if r.note("alone-apply-person") != "" {
 		person = fmt.Sprintf(", and the person **%s s**", r.note("alone-apply-person"))
 	}
-	r.f("%d runs of ours and of the careful lesson, and one of the plain client, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). A candidate's *writes in flight* is the mean number of its writes that the API server held at once while the users applied (each write's time from received to answered, in the audit log, over the applies' time): the share of a saturated API server that it took from them. The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", max(r.sc.contended, 1), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
+	r.f("%d runs of ours and of the careful lesson, and one of the plain client, shuffled, of the headline convergence while a flooding client (a ServiceAccount, %d goroutines) lists 1000 ConfigMaps of 10 KB as fast as it is answered and, a second in, two users of a team, each with `edit`, apply %d ConfigMaps each with `kubectl apply`, at the same time, each into a namespace of its own: a ServiceAccount (which API Priority and Fairness puts in `workload-low`, beside the candidates) and a person (`ana` in group `equipo-tienda`, by a client certificate: `global-default`). A candidate's *writes in flight* is the mean number of its writes that the API server held at once while the users applied (each write's time from received to answered, in the audit log, over the applies' time): the share of a saturated API server that it took from them. The same flood and applies with no candidate running took the ServiceAccount **%s s**%s.\n\n", len(r.runs("contention", results.Ours, "")), r.sc.flood, r.sc.sideApply, r.note("alone-apply"), person)
 	r.f("| candidate | flags | time to Listo (s) | children and status written (s) | the ServiceAccount's kubectl apply (s) | the person's kubectl apply (s) | its writes in flight while they applied | writes per Promocion |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	levels := []string{"workload-low", "global-default", "workload-high"}
 	var rows []string // of the APF table below
@@ -630,7 +630,7 @@ func (r *reportWriter) cpuToListo() {
 
 func (r *reportWriter) memory() {
 	r.f("### Memory beside unrelated objects\n\n")
-	r.f("Each operator started fresh with no Promocion, %d times each, shuffled; RSS read 5 s after its workers started: first on the bare cluster, then with %d unrelated 10 KB ConfigMaps in it. *ours, unscoped* is the ablation's variant sin-alcance: ours with no cache scope, built with `go build -overlay` (not shipped).\n\n", r.sc.repeats, r.sc.unrelated)
+	r.f("Each operator started fresh with no Promocion, %d times each, shuffled; RSS read 5 s after its workers started: first on the bare cluster, then with %d unrelated 10 KB ConfigMaps in it. *ours, unscoped* is ours with no cache scope (the ablation's variant sin-alcance; not shipped).\n\n", len(r.runs("memory-empty", results.Ours, "")), r.sc.unrelated)
 	r.f("| candidate | RSS settled, bare (MiB) | RSS settled, with the ConfigMaps (MiB) | peak with them (MiB) |\n| --- | --- | --- | --- |\n")
 	figs := map[string]fig{}
 	for _, c := range []struct{ key, variant, name string }{{results.Ours, "", "ours"}, {results.Ours, "unscoped", "ours, unscoped"}, {results.Leccion, "", "lesson"}, {results.Careful, "", "lesson, careful"}} {
