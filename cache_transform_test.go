@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -16,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -346,17 +344,8 @@ func TestCachedChildrenAreCopies(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		waitForChildren(t, createPromocion(t, ns, name, "Oferta "+name, 1))
 	}
-	f := testFlags(ns)
-	opts := f.managerOptions()
-	opts.Cache.Scheme = opts.Scheme
-	c, err := cache.New(cfg, opts.Cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = c.Start(cctx) }()
-	if !c.WaitForCacheSync(cctx) {
+	c := operatorCache(t, ns)
+	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("the cache did not sync")
 	}
 	get := func(name string) *appsv1.Deployment {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -247,19 +246,10 @@ func TestCacheKeepsStrangersSmall(t *testing.T) {
 	if err := k8sClient.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	f := testFlags(ns)
-	opts := f.managerOptions()
-	opts.Cache.Scheme = opts.Scheme
-	c, err := cache.New(cfg, opts.Cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = c.Start(cctx) }()
+	c := operatorCache(t, ns)
 	eventually(t, "the ConfigMap in the cache, as a stub", func() error {
 		var got corev1.ConfigMap
-		if err := c.Get(cctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
 			return err
 		}
 		if len(got.Data) > 0 || got.UID != cm.UID || got.Labels[LabelPromocion] != "relleno" {
@@ -269,7 +259,7 @@ func TestCacheKeepsStrangersSmall(t *testing.T) {
 	})
 	eventually(t, "the Promocion in the cache, without its annotation", func() error {
 		var got Promocion
-		if err := c.Get(cctx, client.ObjectKeyFromObject(p), &got); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
 			return err
 		}
 		if len(got.Annotations) > 0 || got.Spec.Banner != "Oferta" {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -192,6 +193,24 @@ func testFlags(namespaces ...string) flags {
 	f.bind(flag.NewFlagSet("test", flag.PanicOnError))
 	f.metricsAddr, f.probeAddr, f.namespaces = "0", "0", namespaces
 	return f
+}
+
+// operatorCache is the cache the operator's manager would make for these
+// namespaces (its scope and transforms), started alone, stopped with the test:
+// for tests that read what the operator would hold in memory.
+func operatorCache(t *testing.T, namespaces ...string) cache.Cache {
+	t.Helper()
+	f := testFlags(namespaces...)
+	opts := f.managerOptions()
+	opts.Cache.Scheme = opts.Scheme
+	c, err := cache.New(cfg, opts.Cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go func() { _ = c.Start(cctx) }()
+	return c
 }
 
 // newReconciler is the operator's reconciler on client c, for tests that call
