@@ -521,7 +521,24 @@ var leftoverGrace = 30 * time.Second
 // requeues after; in make chaos, longer than its longest requeue, the 30 s
 // cap on a failing Promocion's retries, so that no loop, however slow,
 // passes (TestChaos sets it from the scale).
-var quietFor = 3 * time.Second
+var quietFor = shortQuiet
+
+// shortQuiet is the quiet period where a check only sets a scenario up, or
+// looks at a step on its way (l.short): longer than the one second a
+// conflict requeues after. The full one comes at the scenario's end, where
+// a slow loop has had every chance to show; at each set-up and step, in
+// make chaos, it would cost over two hours.
+const shortQuiet = 3 * time.Second
+
+// setUp waits until ns is right before a scenario's fault, with the short
+// quiet period.
+func (l *lesson) setUp(ns string, untouched func() []string) {
+	l.T.Helper()
+	was := l.short
+	l.short = true
+	defer func() { l.short = was }()
+	l.converge(ns, untouched, time.Now(), &result{})
+}
 
 // quiet returns, from the audit log, the operator's writes in ns during
 // quietFor from now: once ns is right, any write there is a fight, or churn.
@@ -532,7 +549,11 @@ var quietFor = 3 * time.Second
 // made before it, however late it arrives (recordedBefore).
 func (l *lesson) quiet(ns string) []framework.Request {
 	from := time.Now()
-	time.Sleep(quietFor) // the measurement itself: a quiet period
+	window := quietFor
+	if l.short {
+		window = shortQuiet
+	}
+	time.Sleep(window) // the measurement itself: a quiet period
 	l.AuditFlushed()
 	conflicts := map[string]int{}
 	return l.Audit(from, func(w framework.Request) bool {
@@ -823,7 +844,7 @@ func outage(l *lesson, component string, d time.Duration, lease leaseTimings, n 
 		"--leader-elect-retry-period="+lease.retry.String())
 	k.waitRunning(time.Time{})
 	l.CreatePromociones(ns, n, 1)
-	l.converge(ns, untouched, time.Now(), &result{})
+	l.setUp(ns, untouched)
 
 	stopAt := time.Now()
 	if out, err := suite.ClusterSh("stop", component).CombinedOutput(); err != nil {
@@ -950,7 +971,7 @@ func frozenLeader(l *lesson, n int, binary string, fenced bool) result {
 	l.WaitForLog(b, "replica b takes over", acquired)
 	handover := l.LeaseAcquired()
 	l.Logf("handover %s after the freeze", handover.Sub(frozenAt).Round(time.Millisecond))
-	l.converge(ns, untouched, time.Now(), &result{})
+	l.setUp(ns, untouched)
 
 	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		l.T.Fatal(err)
@@ -997,7 +1018,7 @@ func fights(l *lesson, rng *rand.Rand, d time.Duration, n int) result {
 	k := l.kubelet("fights", l.asOperator("caos-operador"), "--namespace="+ns)
 	k.waitRunning(time.Time{})
 	l.CreatePromociones(ns, n, 1)
-	l.converge(ns, untouched, time.Now(), &result{})
+	l.setUp(ns, untouched)
 
 	ctx := context.Background()
 	edits := 0
@@ -1052,12 +1073,12 @@ func rollouts(l *lesson, rng *rand.Rand, n, changes int, delay time.Duration) re
 	k := l.kubelet("rollouts", l.asOperator("caos-operador"), "--namespace="+ns)
 	k.waitRunning(time.Time{})
 	l.CreatePromociones(ns, n, 3)
-	l.converge(ns, untouched, time.Now(), &r)
+	l.setUp(ns, untouched)
 	annotation := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"pod-ready.stage.kwok.x-k8s.io/delay":%q}}}}}`, delay.String())
 	for i := range n {
 		l.Kubectl("patch", "deployment", fmt.Sprintf("promo-%d", i), "-n", ns, "--type=merge", "-p", annotation)
 	}
-	l.converge(ns, untouched, time.Now(), &r)
+	l.setUp(ns, untouched)
 	desplegando := 0
 	var last time.Time
 	for c := range changes {
@@ -1179,7 +1200,7 @@ func namespaceDeletion(l *lesson, n int) result {
 	k := l.kubelet("namespace", l.asOperator("caos-operador")) // every namespace, as deploy.yaml runs it
 	k.waitRunning(time.Time{})
 	l.CreatePromociones(ns, n, 1)
-	l.converge(ns, untouched, time.Now(), &result{})
+	l.setUp(ns, untouched)
 	errsBefore := k.errorLines()
 
 	deleted := time.Now()

@@ -134,7 +134,10 @@ func walk(l *lesson, ns string, untouched func() []string, seed uint64, steps in
 		if rng.IntN(25) == 0 || i == steps-1 {
 			quietPoints++
 			var res result
+			was := l.short
+			l.short = was || i < steps-1 // the walk's end has the full quiet period
 			l.converge(ns, untouched, time.Now(), &res)
+			l.short = was
 			r.checked, r.converged = r.checked+res.checked, res.converged
 			if res.wrong > 0 {
 				r.wrong += res.wrong

@@ -29,6 +29,9 @@ type lesson struct {
 	// conflictsAfter: the scenario names its need for one refused write per
 	// object in the quiet period (quiet).
 	conflictsAfter bool
+	// short: the converge under way sets up or checks a step on the way,
+	// with the short quiet period (shortQuiet), not the scenario's end.
+	short bool
 }
 
 func newLesson(t testing.TB, seeds *rand.Rand) *lesson {
