@@ -1273,8 +1273,14 @@ func (b *bench) fsync() {
 // run starts from it, the same for every candidate, restored in seconds where
 // deleting a run's thousands of objects took a minute.
 func (b *bench) saveCluster() {
+	// An earlier test's probe (TestAblation runs before TestBench, on the
+	// same cluster) is not part of the start: each restore makes its own.
+	b.Kubectl("delete", "namespace", probeNamespace, "--ignore-not-found", "--timeout=2m")
 	b.clusterSh("save", "")
 }
+
+// probeNamespace holds the probe Deployment of resetCluster.
+const probeNamespace = "bench-probe"
 
 // resetCluster puts the saved cluster back, etcd syncing to disk if fsync is
 // "on", and waits until the control plane has made a probe Deployment's Pod
@@ -1282,7 +1288,7 @@ func (b *bench) saveCluster() {
 func (b *bench) resetCluster(fsync string) {
 	b.clusterSh("restore", fsync)
 	ctx := context.Background()
-	ns := b.Namespace("bench-probe")
+	ns := b.Namespace(probeNamespace)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "probe"}},
