@@ -317,7 +317,13 @@ func (nw *neverWatch) record(text string) {
 // take returns what was seen, the history's judgement included, and
 // forgets it.
 func (nw *neverWatch) take() map[string][2]time.Time {
-	judged := nw.history.Judge()
+	judged, pending := nw.history.Judge()
+	// A Listo waiting for the other watches is judged once they caught up,
+	// or HistorySettle has passed.
+	for deadline := time.Now().Add(framework.HistorySettle + time.Second); pending > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		judged, pending = nw.history.Judge()
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	now := time.Now()

@@ -75,6 +75,6 @@ func (h *Harness) dumpOnFailure() {
 	h.LogKubectl(
 		[]string{"get", "all,cm,promociones", "-o", "wide"},
 		[]string{"get", "events", "--sort-by=.lastTimestamp"},
-		[]string{"logs", "-h", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
+		[]string{"logs", "-l", "app=operador-promociones", "--tail=100", "--prefix"}, // the operator's Pods, if it ran in the cluster
 	)
 }

@@ -15,9 +15,11 @@ package framework
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -26,6 +28,11 @@ import (
 type History struct {
 	mu       sync.Mutex
 	versions []version
+	// delivered is, for each kind, the highest resourceVersion its watch
+	// has delivered: each watch delivers in order, so every version of that
+	// kind up to it is in the history.
+	delivered map[string]int64
+	now       func() time.Time // time.Now unless a test sets it
 }
 
 type version struct {
@@ -34,6 +41,23 @@ type version struct {
 	name    string
 	obj     *unstructured.Unstructured
 	deleted bool
+	at      time.Time // when the watch delivered it
+}
+
+// HistorySettle is how long a Listo that looks unjustified waits for the
+// Deployments' and Pods' watches to deliver what came before it. The
+// watches are three streams: the Promociones' may deliver a Listo before the
+// Pods' delivers the deletion of an old pod that preceded it (the chaos run
+// of 319c34d judged such a Listo wrong, seen for 0.0 ms). Past this, a
+// stream that delivered nothing since is taken as having nothing to
+// deliver.
+const HistorySettle = 2 * time.Second
+
+func (h *History) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
 }
 
 // Add records one version of a Promocion, Deployment or Pod as a watch
@@ -45,29 +69,45 @@ func (h *History) Add(kind string, obj *unstructured.Unstructured, deleted bool)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.versions = append(h.versions, version{rv: rv, kind: kind, name: obj.GetName(), obj: obj, deleted: deleted})
+	if h.delivered == nil {
+		h.delivered = map[string]int64{}
+	}
+	h.delivered[kind] = max(h.delivered[kind], rv)
+	h.versions = append(h.versions, version{rv: rv, kind: kind, name: obj.GetName(), obj: obj, deleted: deleted, at: h.clock()})
 }
 
 // Judge lists what the history shows that must never be seen: a Promocion
 // Listo, for its current generation, that its Deployment and pods did not
-// justify when it was written.
-func (h *History) Judge() []Problem {
+// justify when it was written. A Listo that looks unjustified before the
+// Deployments' and Pods' watches have delivered everything up to it, for
+// less than HistorySettle, is not judged yet: pending counts those.
+func (h *History) Judge() (problems []Problem, pending int) {
 	h.mu.Lock()
 	vs := slices.Clone(h.versions)
+	delivered := maps.Clone(h.delivered)
+	now := h.clock()
 	h.mu.Unlock()
 	slices.SortStableFunc(vs, func(a, b version) int { return cmp.Compare(a.rv, b.rv) })
-	var problems []Problem
 	seen := map[string]bool{}
 	for i, v := range vs {
 		if v.kind != "Promocion" || v.deleted {
 			continue
 		}
-		if text, bad := unjustifiedListo(v, vs[:i]); bad && !seen[text] {
+		text, bad := unjustifiedListo(v, vs[:i])
+		switch {
+		case !bad || seen[text]:
+		case delivered["Deployment"] < v.rv || delivered["Pod"] < v.rv:
+			if now.Sub(v.at) < HistorySettle {
+				pending++
+				continue
+			}
+			fallthrough
+		default:
 			seen[text] = true
 			problems = append(problems, Problem{text, true})
 		}
 	}
-	return problems
+	return problems, pending
 }
 
 // unjustifiedListo judges a Promocion version against the versions before it.

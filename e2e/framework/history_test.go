@@ -4,7 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -70,7 +72,13 @@ func TestHistoryJudgesListo(t *testing.T) {
 			for _, a := range tc.world() {
 				h.Add(a.kind, a.obj, false)
 			}
-			problems := h.Judge()
+			// The Deployments' and Pods' watches deliver past the Listo.
+			h.Add("Deployment", deployment("x", 1, 1, 2, 2), false)
+			h.Add("Pod", pod("otro", "x", true, false), false)
+			problems, pending := h.Judge()
+			if pending > 0 {
+				t.Errorf("%d Listo pending, with every watch past it", pending)
+			}
 			switch {
 			case tc.want == "" && len(problems) > 0:
 				t.Errorf("judged %v, want nothing", problems)
@@ -78,5 +86,61 @@ func TestHistoryJudgesListo(t *testing.T) {
 				t.Errorf("judged %v, want one never-seen problem saying %q", problems, tc.want)
 			}
 		})
+	}
+}
+
+// A Listo delivered before the Pods' watch delivers the deletion of an old
+// pod that preceded it is not judged until that watch has caught up, or
+// HistorySettle has passed with nothing from it.
+func TestHistoryWaitsForTheOtherWatches(t *testing.T) {
+	now := time.Unix(0, 0)
+	h := History{now: func() time.Time { return now }}
+	object := func(rv int, fields map[string]any) *unstructured.Unstructured {
+		meta := map[string]any{"name": "oferta", "resourceVersion": strconv.Itoa(rv), "generation": int64(1),
+			"labels": map[string]any{"tienda.example.com/promocion": "oferta"}, "annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}
+		obj := map[string]any{"metadata": meta}
+		for k, v := range fields {
+			obj[k] = v
+		}
+		return &unstructured.Unstructured{Object: obj}
+	}
+	oldPod := func(rv int, terminating bool) *unstructured.Unstructured {
+		p := object(rv, map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}})
+		p.SetName("viejo")
+		p.SetAnnotations(map[string]string{"tienda.example.com/pagina-sha256": "viejo"})
+		if terminating {
+			p.SetDeletionTimestamp(&metav1.Time{Time: now})
+		}
+		return p
+	}
+	h.Add("Pod", oldPod(1, false), false)
+	h.Add("Deployment", object(2, map[string]any{
+		"spec":   map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}}},
+		"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1)}}), false)
+	// The old pod's deletion (rv 3) is in etcd before the Listo (rv 4), but
+	// the Promociones' watch delivers first.
+	h.Add("Promocion", object(4, map[string]any{"spec": map[string]any{"replicas": int64(1)},
+		"status": map[string]any{"fase": "Listo", "observedGeneration": int64(1)}}), false)
+	if problems, pending := h.Judge(); len(problems) > 0 || pending != 1 {
+		t.Fatalf("before the Pods' watch caught up: judged %v, %d pending; want nothing judged, 1 pending", problems, pending)
+	}
+	h.Add("Pod", oldPod(3, true), false)
+	h.Add("Deployment", object(5, nil), false) // the Deployments' watch past the Listo too
+	h.Add("Pod", oldPod(6, true), false)
+	if problems, pending := h.Judge(); len(problems) > 0 || pending != 0 {
+		t.Fatalf("after the watches caught up: judged %v, %d pending; want nothing", problems, pending)
+	}
+
+	// The same Listo with no pod deletion to come: judged once the wait is over.
+	h = History{now: func() time.Time { return now }}
+	h.Add("Pod", oldPod(1, false), false)
+	h.Add("Deployment", object(2, map[string]any{
+		"spec":   map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}}},
+		"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1)}}), false)
+	h.Add("Promocion", object(4, map[string]any{"spec": map[string]any{"replicas": int64(1)},
+		"status": map[string]any{"fase": "Listo", "observedGeneration": int64(1)}}), false)
+	now = now.Add(HistorySettle)
+	if problems, pending := h.Judge(); len(problems) != 1 || pending != 0 || !strings.Contains(problems[0].Text, "still serves an older page") {
+		t.Fatalf("after HistorySettle: judged %v, %d pending; want the old pod's page", problems, pending)
 	}
 }
