@@ -53,7 +53,7 @@ var mutants = []*mutant{
 	{name: "a wrong selector (every shop's pods)", file: "children.go",
 		from: `return map[string]string{LabelPromocion: p.Name}`, to: `return map[string]string{"app.kubernetes.io/name": "promocion"}`,
 		caughtBy: "the oracle", finding: `a selector of the Promocion's label alone`},
-	{name: "Listo before the pods are ready", file: "children.go",
+	{name: "Listo before the pods are ready", file: "status.go",
 		from: `if deploymentCaughtUp(d, desired) {`, to: `if d.Status.ObservedGeneration >= 0 {`,
 		caughtBy: "what must never be seen", finding: `says Listo with \d+ of \d+ replicas ready`},
 	{name: "children made under a new name", file: "children.go",
