@@ -122,20 +122,44 @@ func unjustifiedListo(p version, before []version) (string, bool) {
 	if r, found, _ := unstructured.NestedInt64(pr.Object, "spec", "replicas"); found {
 		want = r
 	}
-	// The Deployment's versions, latest first, back to the last change of
-	// what it asks for (its replicas, its pods' page): the ones that could
-	// justify the Listo. (A change that asks for the same, a resync's or
-	// an annotation's, starts no new rollout.)
+	// The Deployment's versions that could justify the Listo, latest first:
+	// since the Promocion's spec became what the Listo speaks for (and the
+	// one version the operator could have read then), those asking for the
+	// replicas it wants and for the latest page among them. A version
+	// asking for other replicas is someone else's edit (a manual scale) or
+	// the way there: skipped, not an end, for the operator's cache may have
+	// read the version before it. A version asking for another page ends
+	// the window: the page changed after it.
+	start := int64(0) // the resourceVersion since which the Promocion's spec is the Listo's
+	for i := len(before) - 1; i >= 0; i-- {
+		v := before[i]
+		if v.kind == "Promocion" && v.name == p.name && (v.deleted || v.obj.GetUID() != pr.GetUID() || v.obj.GetGeneration() != pr.GetGeneration()) {
+			start = v.rv
+			break
+		}
+	}
 	var window []*unstructured.Unstructured
 	for i := len(before) - 1; i >= 0; i-- {
 		v := before[i]
 		if v.kind != "Deployment" || v.name != p.name {
 			continue
 		}
-		if v.deleted || len(window) > 0 && asksFor(v.obj) != asksFor(window[0]) {
+		if v.deleted {
+			break
+		}
+		if replicas, _, _ := unstructured.NestedInt64(v.obj.Object, "spec", "replicas"); replicas != want {
+			if v.rv <= start {
+				break
+			}
+			continue
+		}
+		if len(window) > 0 && asksFor(v.obj) != asksFor(window[0]) {
 			break
 		}
 		window = append(window, v.obj)
+		if v.rv <= start {
+			break // the version the operator could have read when the spec changed
+		}
 	}
 	if len(window) == 0 {
 		return "", false // no Deployment seen yet: the watch began after it; nothing to judge by

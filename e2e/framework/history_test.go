@@ -63,6 +63,14 @@ func TestHistoryJudgesListo(t *testing.T) {
 		{"Listo while an old pod terminates", func() []add {
 			return []add{{"Pod", pod("viejo", "a", true, true)}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
 		}, ""},
+		{"Listo from a cache behind a manual scale", func() []add {
+			scaled := deployment("a", 2, 1, 2, 2)
+			scaled.Object["spec"].(map[string]any)["replicas"] = int64(4)
+			return []add{{"Promocion", promocion("Desplegando", 1, 1)}, {"Deployment", deployment("a", 1, 1, 2, 2)}, {"Deployment", scaled}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, ""},
+		{"Listo of a new spec from a version before it", func() []add {
+			return []add{{"Deployment", deployment("a", 1, 1, 2, 2)}, {"Promocion", promocion("Desplegando", 2, 1)}, {"Deployment", deployment("b", 2, 1, 2, 2)}, {"Promocion", promocion("Listo", 2, 2)}}
+		}, "no version of its Deployment since it last asked for other pods had caught up"},
 		{"a Listo of an older generation is not judged", func() []add {
 			return []add{{"Deployment", deployment("b", 2, 1, 0, 0)}, {"Promocion", promocion("Listo", 2, 1)}}
 		}, ""},
