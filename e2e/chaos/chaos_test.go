@@ -229,6 +229,14 @@ func TestChaos(t *testing.T) {
 // two objects of the user's that the operator must never touch.
 func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 	l.T.Helper()
+	// An earlier run of the scenario (the pairs run each several times) may
+	// still be deleting its namespace of this name.
+	l.Eventually("no namespace "+name+" left by an earlier run", func() error {
+		if err := l.C.Get(context.Background(), client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 	ns := l.Namespace(name)
 	l.T.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
 	l.watchNever(ns)
