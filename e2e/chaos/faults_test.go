@@ -165,7 +165,7 @@ func crashPoints(l *lesson, scenarios []change, choice crashPointChoice) result 
 // serves their fallback lists at the old resourceVersion; the watches then
 // catch up from there. No write made on the stale view may survive.
 func staleRestart(l *lesson) result {
-	r := result{scenario: "Stale view at start-up", faults: "an operator started on a view from before a same-name recreate, two banner changes and a child taken by another owner, then catching up"}
+	r := result{scenario: "Stale view at start-up", faults: "an operator started on a view from before a same-name recreate, two banner changes and a child taken by another owner, then catching up, its watches' events 2 s late"}
 	ns, untouched := l.scenarioNamespace("caos-antiguo")
 	l.Identity("caos-operador")
 	p := l.startProxy("caos-operador")
@@ -219,7 +219,11 @@ func staleRestart(l *lesson) result {
 	l.Kubectl("patch", "service", "promo-2", "-n", ns, "--type=merge", "-p", patch)
 	l.Kubectl("delete", "promocion", "promo-2", "-n", ns, "--wait=true")
 
-	p.set(faults{staleFrom: old})
+	// Its watches' events 2 s late: the operator acts on its stale lists
+	// before the watches bring the changes, as a restart on a slow API
+	// server would (without it, the watches caught up before the first
+	// reconcile, and the fault could not matter: the full run of fb59841).
+	p.set(faults{staleFrom: old, watchDelay: 2 * time.Second})
 	start := time.Now()
 	o := l.Start(framework.Launch{Who: "viejo", Kubeconfig: kubeconfig, Args: []string{"--namespace=" + ns}})
 	l.converge(ns, untouched, start, &r)

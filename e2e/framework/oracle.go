@@ -287,8 +287,13 @@ func judge(world map[string][]unstructured.Unstructured) []Problem {
 			if rs != nil {
 				rsOwner, _ = lookup(rs.Object, at("metadata", "ownerReferences[controller=true]", "uid"))
 			}
-			if rs == nil || fmt.Sprint(rsOwner) != string(d.GetUID()) {
+			switch {
+			case rs == nil:
 				bad(false, "Service %s sends users to pod %s, of ReplicaSet %s, which is not its Deployment's", svc, podName, rsName)
+			case fmt.Sprint(rsOwner) != string(d.GetUID()):
+				// The garbage collector's to remove, as the ReplicaSet is: the
+				// suffix files it with the ReplicaSets of deleted Deployments.
+				bad(false, "Service %s sends users to pod %s, of ReplicaSet %s, which is not its Deployment's: a ReplicaSet that outlives its Deployment", svc, podName, rsName)
 			}
 		}
 	}
