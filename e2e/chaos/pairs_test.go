@@ -27,6 +27,10 @@ type pair struct {
 	scenario string                                 // TestChaos's subtest it is paired with
 	run      func(l *lesson, rng *rand.Rand) result // that scenario, at the pair's size
 	finding  string                                 // what the failure that kills it says
+	// equivalent, when set, says why no scenario can kill the mutant: the
+	// product behaves the same with and without the edit. It is reported,
+	// not run.
+	equivalent string
 }
 
 // listoRule is the operator's Listo rule (status.go, deploymentCaughtUp):
@@ -44,7 +48,7 @@ var pairs = []pair{
 		// server refuses the update as invalid), or the Service changes.
 		finding: `the team's Service changed|reports the team's Service in its way: not true`},
 	{name: "Listo rule without its replicas asked for", edits: []framework.Edit{{File: listoRule, From: "*d.Spec.Replicas == desired &&", To: "true &&"}},
-		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
+		equivalent: "computeStatus judges the Deployment that applyChildren has just made ask for the replicas wanted (nil when that failed), so the clause always holds: it survived rollouts in 3 runs of 3 at 7d49779"},
 	{name: "Listo rule without the Deployment's observedGeneration", edits: []framework.Edit{{File: listoRule, From: "s.ObservedGeneration >= d.Generation &&", To: "true &&"}},
 		scenario: "rollouts", run: rolloutsPaired, finding: neverFinding},
 	{name: "Listo rule without its updated replicas", edits: []framework.Edit{{File: listoRule, From: "s.UpdatedReplicas == desired && ", To: ""}},
@@ -85,6 +89,10 @@ func TestMutantPairs(t *testing.T) {
 	var table strings.Builder
 	table.WriteString("| mutant | paired with | killed | by |\n| --- | --- | --- | --- |\n")
 	for _, p := range pairs {
+		if p.equivalent != "" {
+			fmt.Fprintf(&table, "| %s: %s | none | equivalent | %s |\n", p.name, editsOf(p.edits), tableCell(p.equivalent))
+			continue
+		}
 		binary := suite.BuildVariant(t, dir, p.name, p.edits...)
 		killed, by := 0, ""
 		for s := range seeds {
