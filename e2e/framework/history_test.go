@@ -121,14 +121,19 @@ func TestHistoryWaitsForTheOtherWatches(t *testing.T) {
 		}
 		return p
 	}
-	h.Add("Pod", oldPod(1, false), false)
-	h.Add("Deployment", object(2, map[string]any{
-		"spec":   map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}}},
-		"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1)}}), false)
-	// The old pod's deletion (rv 3) is in etcd before the Listo (rv 4), but
-	// the Promociones' watch delivers first.
-	h.Add("Promocion", object(4, map[string]any{"spec": map[string]any{"replicas": int64(1)},
-		"status": map[string]any{"fase": "Listo", "observedGeneration": int64(1)}}), false)
+	// listoBeforeTheOldPodGoes: an old pod ready, the Deployment caught up,
+	// then the Listo (rv 4); the old pod's deletion, if any, comes at rv 3.
+	listoBeforeTheOldPodGoes := func(h *History) {
+		h.Add("Pod", oldPod(1, false), false)
+		h.Add("Deployment", object(2, map[string]any{
+			"spec":   map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}}},
+			"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1)}}), false)
+		h.Add("Promocion", object(4, map[string]any{"spec": map[string]any{"replicas": int64(1)},
+			"status": map[string]any{"fase": "Listo", "observedGeneration": int64(1)}}), false)
+	}
+	listoBeforeTheOldPodGoes(&h)
+	// The Promociones' watch delivers the Listo before the Pods' delivers
+	// the old pod's deletion.
 	if problems, pending := h.Judge(); len(problems) > 0 || pending != 1 {
 		t.Fatalf("before the Pods' watch caught up: judged %v, %d pending; want nothing judged, 1 pending", problems, pending)
 	}
@@ -141,12 +146,7 @@ func TestHistoryWaitsForTheOtherWatches(t *testing.T) {
 
 	// The same Listo with no pod deletion to come: judged once the wait is over.
 	h = History{now: func() time.Time { return now }}
-	h.Add("Pod", oldPod(1, false), false)
-	h.Add("Deployment", object(2, map[string]any{
-		"spec":   map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"tienda.example.com/pagina-sha256": "nuevo"}}}},
-		"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1)}}), false)
-	h.Add("Promocion", object(4, map[string]any{"spec": map[string]any{"replicas": int64(1)},
-		"status": map[string]any{"fase": "Listo", "observedGeneration": int64(1)}}), false)
+	listoBeforeTheOldPodGoes(&h)
 	now = now.Add(HistorySettle)
 	if problems, pending := h.Judge(); len(problems) != 1 || pending != 0 || !strings.Contains(problems[0].Text, "still serves an older page") {
 		t.Fatalf("after HistorySettle: judged %v, %d pending; want the old pod's page", problems, pending)
