@@ -240,10 +240,14 @@ func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 	// An earlier run of the scenario (the pairs run each several times) may
 	// still be deleting its namespace of this name.
 	l.Eventually("no namespace "+name+" left by an earlier run", func() error {
-		if err := l.C.Get(context.Background(), client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
+		err := l.C.Get(context.Background(), client.ObjectKey{Name: name}, &corev1.Namespace{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading it: %w", err)
 		}
-		return nil
+		return errors.New("still there")
 	})
 	ns := l.Namespace(name)
 	l.T.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
