@@ -294,6 +294,64 @@ func laggingWatches(l *lesson, delay time.Duration) result {
 	return r
 }
 
+// laggingOwners delivers the Promociones' watch events to the operator delay
+// late and their children's at once, while half of the Promociones are
+// deleted: the garbage collector deletes their children, and the operator
+// hears of that before it hears that their Promociones went. Whatever its
+// cache says, it must make no child for a Promocion the API server has
+// deleted: the child would be made for nobody, with a Created Event.
+func laggingOwners(l *lesson, n int, delay time.Duration) result {
+	r := result{scenario: "Stale view: the Promociones' watch lags", faults: fmt.Sprintf("the Promociones' watch events delivered %s late, their children's at once, while %d of %d Promociones are deleted", delay, n/2, n)}
+	ns, untouched, p, o := l.behindProxy("caos-duenos", "duenos", n+1, 1)
+	// The garbage collector follows a new CRD's objects only from its next
+	// look at the API's resources (every 30 s): a Promocion deleted before
+	// it does keeps its children that long, past the lag.
+	probe := fmt.Sprintf("promo-%d", n)
+	l.Kubectl("delete", "promocion", probe, "-n", ns)
+	l.Eventually("the garbage collector deletes the children of a deleted Promocion", func() error {
+		err := l.C.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: probe + "-html"}, &corev1.ConfigMap{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("%s-html still there (%v)", probe, err)
+	})
+	p.set(faults{watchDelay: delay, lagOnly: "promociones"})
+	deleted := time.Now()
+	gone := map[string]bool{}
+	for i := range n / 2 {
+		name := fmt.Sprintf("promo-%d", i)
+		l.Kubectl("delete", "promocion", name, "-n", ns, "--wait=false")
+		gone[name], gone[name+"-html"] = true, true
+	}
+	l.converge(ns, untouched, deleted, &r)
+	// The operator hears of the last deletion delay after it: then, once
+	// idle, it has done all it will for the Promociones it still held.
+	time.Sleep(time.Until(deleted.Add(delay + time.Second)))
+	l.WaitIdle(o)
+	l.AuditFlushed()
+	made := 0
+	for _, w := range l.OperatorWrites(deleted) {
+		resource, rest, _ := strings.Cut(w.Object, "/")
+		if w.Verb == "create" && w.Code < 300 && strings.HasPrefix(rest, ns+"/") && gone[strings.TrimPrefix(rest, ns+"/")] &&
+			(resource == "configmaps" || resource == "deployments" || resource == "services") {
+			made++
+		}
+	}
+	if made > 0 {
+		l.T.Errorf("the operator made %d children for Promociones already deleted: its cache still held them", made)
+		r.wrong = made
+	}
+	read := p.goneReads.Load()
+	if made == 0 && read == 0 { // the fault did not matter: no repair met a Promocion its cache held after its deletion
+		l.T.Errorf("the operator never acted on a deleted Promocion that its cache still held: the scenario tested nothing")
+	}
+	p.set(faults{})
+	o.Stop(l.T)
+	r.cases = n / 2
+	r.notes = fmt.Sprintf("%d Promociones deleted while %s; the operator read a deleted Promocion past its cache %d times, and made %d children for them", n/2, p.mustHaveInjected(l.T, faultLag), read, made)
+	return r
+}
+
 // heldWatches holds every watch stream of a running operator while 20
 // changes are made, then lets them flow: the operator sees the end of it,
 // not each step.

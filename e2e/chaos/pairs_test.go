@@ -62,6 +62,9 @@ var pairs = []pair{
 	{name: "the fence off", edits: []framework.Edit{{File: "fence.go", From: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif f == nil {", To: "func (f *leaderFence) fence(cfg *rest.Config) *rest.Config {\n\tif true {"}},
 		scenario: "frozen-leader", run: func(l *lesson, _ *rand.Rand) result { return frozenLeader(l, 20, suite.Operator, true) },
 		finding: `the old leader wrote after the handover`},
+	{name: "no live read before a repair", edits: []framework.Edit{{File: "reconciler.go", From: "if needsLiveOwner(child, promo) {", To: "if false && needsLiveOwner(child, promo) {"}},
+		scenario: "lagging-owners", run: func(l *lesson, _ *rand.Rand) result { return laggingOwners(l, 10, 3*time.Second) },
+		finding: `made .* children for Promociones already deleted`},
 	// A past fix of this suite's history (1231f60): a namespace being deleted
 	// refuses the operator's creates, which it must take as the end of its
 	// work there, not as errors to log and retry.

@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type faults struct {
 	// watchDelay delivers each piece of a watch stream this long after it
 	// came from the API server (a delay line: the lag does not add up).
 	watchDelay time.Duration
+	// lagOnly, if set, is the one resource (its plural) whose watch lags.
+	lagOnly string
 	// cutWatches closes each watch stream after a random time up to this.
 	cutWatches time.Duration
 	// throttle answers this fraction of requests 429 with Retry-After: 1.
@@ -76,6 +79,7 @@ type proxy struct {
 	mutations atomic.Int64
 	writes    []string         // the kind of each mutating request (verb and resource), since resetWrites
 	requests  atomic.Int64     // every request, for the rate during and after a fault
+	goneReads atomic.Int64     // reads of one Promocion answered 404 (goneRead)
 	injected  map[string]int64 // by kind of fault, what it did to a request or a watch stream: a fault that did happen
 	comeBack  time.Time        // when the last 429's Retry-After runs out: the client waits until then
 	rnd       *rand.Rand       // its random choices, seeded from the scenario's (under mu)
@@ -320,6 +324,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.markStale(r)
 		}
 	}
+	if r.Method == http.MethodGet && !isWatch(r) && promocionPath.MatchString(r.URL.Path) {
+		w = &goneRead{ResponseWriter: w, p: p}
+	}
 	if isWatch(r) {
 		sw := &slowWriter{ResponseWriter: w, p: p, path: r.URL.Path, line: newDelayLine(w), ctx: r.Context()}
 		defer sw.line.drain()
@@ -391,6 +398,26 @@ func (p *proxy) markStale(r *http.Request) {
 	p.injected[faultStale]++
 }
 
+// promocionPath is the path of one Promocion: the operator reads it past its
+// cache (stillLive) before a write that would be wrong for one gone.
+var promocionPath = regexp.MustCompile(`/promociones/[^/]+$`)
+
+// goneRead counts the reads of a Promocion that the API server answers 404:
+// the operator, past its cache, found a Promocion gone that its cache held.
+type goneRead struct {
+	http.ResponseWriter
+	p *proxy
+}
+
+func (g *goneRead) WriteHeader(code int) {
+	if code == http.StatusNotFound {
+		g.p.goneReads.Add(1)
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *goneRead) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
 // slowWriter delays, holds, cuts or expires a watch stream, by the faults of
 // the moment: a watch opened before a fault is set gets it too.
 type slowWriter struct {
@@ -418,7 +445,7 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 	switch {
 	case f.expire && s.p.expireOnce(s.path):
 		s.p.inject(faultExpire)
-		s.line.push([]byte(expired), f.watchDelay)
+		s.line.push([]byte(expired), s.delay(f))
 		panic(http.ErrAbortHandler) // after the deferred drain has sent the event
 	case f.cutWatches <= 0:
 		s.cut = time.Time{}
@@ -428,14 +455,23 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 		s.p.inject(faultCut)
 		panic(http.ErrAbortHandler) // the connection drops, as a network would drop it
 	}
-	if f.watchDelay > 0 && len(b) > 0 {
+	delay := s.delay(f)
+	if delay > 0 && len(b) > 0 {
 		s.p.inject(faultLag)
 	}
-	return s.line.push(b, f.watchDelay), nil
+	return s.line.push(b, delay), nil
 }
 
 // Flush goes down the line too, behind what was written before it.
-func (s *slowWriter) Flush() { s.line.push(nil, s.p.faults().watchDelay) }
+func (s *slowWriter) Flush() { s.line.push(nil, s.delay(s.p.faults())) }
+
+// delay is how late f delivers this stream's pieces.
+func (s *slowWriter) delay(f faults) time.Duration {
+	if f.lagOnly != "" && !strings.HasSuffix(s.path, "/"+f.lagOnly) {
+		return 0
+	}
+	return f.watchDelay
+}
 
 // delayLine writes each piece it is given, and flushes it, when its delay is
 // over; one goroutine writes, so the ResponseWriter is never shared, and the

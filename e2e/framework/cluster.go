@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,6 +175,12 @@ func (s *Suite) run(m *testing.M, o Options) (int, error) {
 		return 1, err
 	}
 
+	if p := os.Getenv("E2E_PORT"); p != "" { // a second cluster for the suite, beside a run of it
+		if o.Port, err = strconv.Atoi(p); err != nil {
+			return 1, fmt.Errorf("E2E_PORT: %w", err)
+		}
+		o.Name += "-" + p
+	}
 	s.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-"+o.Name)
 	s.Port = o.Port
 	s.RealNode = o.RealNode && os.Getenv("CLUSTER_NODE") != "none"
