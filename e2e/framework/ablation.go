@@ -91,7 +91,7 @@ var AblationVariants = []Variant{
 		}},
 	{Key: "sin-lectura", Mechanism: "the live read of the Promocion, past the cache, before a repair or a take-back",
 		Code:   []Span{{File: "reconciler.go", Decls: []string{"PromocionReconciler.stillLive"}}, {File: "children.go", Decls: []string{"needsLiveOwner"}}},
-		Guards: []string{"same-name", "namespace-deletion", "lagging-watches"},
+		Guards: []string{"same-name", "namespace-deletion", "lagging-watches", "lagging-owners"},
 		Edits:  []Edit{{File: "reconciler.go", From: "if needsLiveOwner(child, promo) {", To: "if false && needsLiveOwner(child, promo) {"}}},
 	{Key: "sin-cerca", Mechanism: "the write fence: no write from a replica not sure to hold the Lease",
 		Code:   []Span{{File: "fence.go"}},
