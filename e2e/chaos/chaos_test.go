@@ -114,9 +114,10 @@ var bugsFound = map[string]string{
 		"building the Lease client changed the operator's shared config (b203ece)",
 	"Frozen leader, fence off (a variant, not a build of the product)": "none: it shows the stale writes the fence stops",
 	"Stale view: the Promociones' watch lags":                          "none in the product, whose live read before a repair (33aeae0) finds the Promocion gone; written to ask whether that read earns its place: without it, children are made for deleted Promociones (the pair below)",
-	"Namespace deletion":      "thousands of error lines and Warning events for creates refused in a namespace being deleted (1231f60)",
-	"Stale view at start-up":  "rbac.yaml without delete on the children: the API server refused to let the operator set their ownerReferences, so it could not take back children (3490d07)",
-	"Spec-transition fuzzing": "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338); at full scale (2026-12-06), a Promocion blocked by a Service of its name left by an earlier Promocion of that name waited up to 16 minutes after the Service went: each failure had doubled the retry delay, and the blocker's deletion brings no event (29e3d49, a 30 s cap)",
+	"Stale view: its own status writes late":                           "none in the product, whose status-write tracking (status_writes.go) makes a reconcile wait for its own write; written to ask whether that tracking earns its place: without it, the Promociones stay Desplegando for good (the pair below)",
+	"Namespace deletion":                                               "thousands of error lines and Warning events for creates refused in a namespace being deleted (1231f60)",
+	"Stale view at start-up":                                           "rbac.yaml without delete on the children: the API server refused to let the operator set their ownerReferences, so it could not take back children (3490d07)",
+	"Spec-transition fuzzing":                                          "run beside the benchmarks, an operator idle for five minutes with its world wrong: the repair lane lost a routine slot when a Promocion queued again while reconciled went out again before the first reconcile's Done was counted, and the pace, low under load, allowed one (2bae338); at full scale (2026-12-06), a Promocion blocked by a Service of its name left by an earlier Promocion of that name waited up to 16 minutes after the Service went: each failure had doubled the retry delay, and the blocker's deletion brings no event (29e3d49, a 30 s cap)",
 }
 
 // networkFault is a named set of faults for the proxy.
@@ -188,6 +189,7 @@ func TestChaos(t *testing.T) {
 	scenario("stale-restart", staleRestart)
 	scenario("lagging-watches", func(l *lesson) result { return laggingWatches(l, sc.watchDelay) })
 	scenario("lagging-owners", func(l *lesson) result { return laggingOwners(l, sc.ownersN, sc.watchDelay) })
+	scenario("lagging-own-status", func(l *lesson) result { return laggingOwnStatus(l, sc.ownersN, sc.watchDelay, time.Second) })
 	scenario("unobserved", func(l *lesson) result { return heldWatches(l, sc.heldChanges) })
 	for _, nf := range sc.network {
 		scenario("network-"+nf.name, func(l *lesson) result { return network(l, nf.name, nf.f, sc.networkFor) })

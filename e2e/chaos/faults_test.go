@@ -249,12 +249,12 @@ func staleRestart(l *lesson) result {
 // behindProxy makes a scenario namespace with n Promociones of replicas each,
 // and an operator for it that reaches the API server through a fault proxy as
 // the ServiceAccount caos-operador; it returns once the world is right.
-func (l *lesson) behindProxy(name, who string, n, replicas int) (ns string, untouched func() []string, p *proxy, o *framework.Operator) {
+func (l *lesson) behindProxy(name, who string, n, replicas int, args ...string) (ns string, untouched func() []string, p *proxy, o *framework.Operator) {
 	l.T.Helper()
 	ns, untouched = l.scenarioNamespace(name)
 	l.Identity("caos-operador")
 	p = l.startProxy("caos-operador")
-	o = l.Start(framework.Launch{Who: who, Kubeconfig: p.kubeconfig(l), Args: []string{"--namespace=" + ns}})
+	o = l.Start(framework.Launch{Who: who, Kubeconfig: p.kubeconfig(l), Args: append([]string{"--namespace=" + ns}, args...)})
 	l.CreatePromociones(ns, n, replicas)
 	l.setUp(ns, untouched)
 	return ns, untouched, p, o
@@ -349,6 +349,58 @@ func laggingOwners(l *lesson, n int, delay time.Duration) result {
 	o.Stop(l.T)
 	r.cases = n / 2
 	r.notes = fmt.Sprintf("%d Promociones deleted while %s; the operator read a deleted Promocion past its cache %d times, and made %d children for them", n/2, p.mustHaveInjected(l.T, faultLag), read, made)
+	return r
+}
+
+// laggingOwnStatus runs an operator on two namespaces, which turns
+// controller-runtime's read-your-writes off, with the Promociones' watch
+// delivered lag late, and deletes each Promocion's pod, whose replacement is
+// Ready ready after it runs (ready < lag). The operator writes Desplegando;
+// the pod is Ready before its cache shows that write; the status it then
+// computes, Listo, equals the cached one, older than its own write. Taking
+// the cache's word would leave Desplegando in the API server for good: the
+// write, coming back, is the operator's own and queues nothing
+// (status_writes.go).
+func laggingOwnStatus(l *lesson, n int, lag, ready time.Duration) result {
+	r := result{scenario: "Stale view: its own status writes late", faults: fmt.Sprintf("an operator of two namespaces (no read-your-writes), the Promociones' watch events delivered %s late, while each of %d Promociones loses its pod, whose replacement is Ready %s after it runs", lag, n, ready)}
+	other, untouchedOther := l.scenarioNamespace("caos-estado-otro")
+	ns, untouched, p, o := l.behindProxy("caos-estado", "estado", n, 1, "--namespace="+other)
+	annotation := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"pod-ready.stage.kwok.x-k8s.io/delay":%q}}}}}`, ready.String())
+	for i := range n {
+		l.Kubectl("patch", "deployment", fmt.Sprintf("promo-%d", i), "-n", ns, "--type=merge", "-p", annotation)
+	}
+	l.setUp(ns, untouched)
+	p.set(faults{watchDelay: lag, lagOnly: "promociones"})
+	start := time.Now()
+	for i := range n {
+		l.Kubectl("delete", "pods", "-n", ns, "-l", "tienda.example.com/promocion="+fmt.Sprintf("promo-%d", i), "--wait=false")
+	}
+	l.converge(ns, untouched, start, &r)
+	if changed := untouchedOther(); len(changed) > 0 {
+		l.T.Errorf("the user's objects in %s changed: %v", other, changed)
+	}
+	// The fault matters when the operator wrote Desplegando and then Listo:
+	// the pod was Ready (ready) before its cache could show the first write (lag).
+	l.AuditFlushed()
+	writes := map[string]int{}
+	for _, w := range l.OperatorWrites(start) {
+		if w.Verb == "update" && w.Code < 300 && strings.HasPrefix(w.Object, "promociones/"+ns+"/") && strings.HasSuffix(w.URI, "/status") {
+			writes[w.Object]++
+		}
+	}
+	twice := 0
+	for _, k := range writes {
+		if k >= 2 {
+			twice++
+		}
+	}
+	if twice == 0 {
+		l.T.Errorf("no Promocion's status was written twice (Desplegando, then Listo) after its pod went: the scenario tested nothing")
+	}
+	p.set(faults{})
+	o.Stop(l.T)
+	r.cases = n
+	r.notes = fmt.Sprintf("%d pods deleted while %s; %d of %d Promociones written Desplegando and then Listo", n, p.mustHaveInjected(l.T, faultLag), twice, n)
 	return r
 }
 

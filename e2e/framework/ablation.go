@@ -81,7 +81,7 @@ var AblationVariants = []Variant{
 	{Key: "trabajadores-4", Mechanism: "12 of the 16 routine workers", Args: []string{"--max-concurrent-reconciles=4"}},
 	{Key: "sin-seguimiento", Mechanism: "the tracking of its own status writes: the lesson's plain For, which also queues a reconcile for each of them",
 		Code:   []Span{{File: "status_writes.go"}},
-		Guards: []string{"frozen-leader", "stale-restart", "lagging-watches", "unobserved"},
+		Guards: []string{"frozen-leader", "stale-restart", "lagging-watches", "unobserved", "lagging-own-status"},
 		Edits: []Edit{
 			{File: "reconciler.go", From: "For(&Promocion{}, builder.WithPredicates(r.own.promocionChanged()))", To: "For(&Promocion{})"},
 			{File: "reconciler.go", From: `"sigs.k8s.io/controller-runtime/pkg/builder"`, To: `_ "sigs.k8s.io/controller-runtime/pkg/builder"`},
