@@ -310,10 +310,13 @@ func laggingOwners(l *lesson, n int, delay time.Duration) result {
 	l.Kubectl("delete", "promocion", probe, "-n", ns)
 	l.Eventually("the garbage collector deletes the children of a deleted Promocion", func() error {
 		err := l.C.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: probe + "-html"}, &corev1.ConfigMap{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("reading %s-html: %w", probe, err)
 		}
-		return fmt.Errorf("%s-html still there (%v)", probe, err)
+		return fmt.Errorf("%s-html still there", probe)
 	})
 	p.set(faults{watchDelay: delay, lagOnly: "promociones"})
 	deleted := time.Now()
