@@ -1101,6 +1101,42 @@ func (c cachedCopy) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	return c.Client.Get(ctx, key, obj, opts...)
 }
 
+// A reconcile that read a Promocion before the watch brought back the
+// operator's own last status write, which the watch drops as the operator's,
+// must not take its older copy for caught up: the API server would keep that
+// write's status for good (the chaos suite's lagging-own-status found a
+// Promocion Desplegando so). The reconciler here reads straight from the API
+// server, as a cache that has just caught up does.
+func TestOwnStatusWriteSeenMidReconcile(t *testing.T) {
+	p := promocionAlone(t, "https://tienda.example.com", 1)
+	r := newReconciler(t, k8sClient)
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+		t.Fatal(err)
+	}
+	read := getPromocion(t, p) // what a reconcile read, and computes again
+
+	// The operator's next status write, as updateStatus makes it, and the
+	// watch bringing it back.
+	next := read.DeepCopy()
+	next.Status.Conditions = nil
+	r.own.writing(next)
+	if err := r.Status().Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	r.own.wrote(next, true)
+	if !r.own.seen(next) {
+		t.Fatal("the operator's own write, coming back, is not taken as its own")
+	}
+
+	if err := r.updateStatus(ctx, read, *read.Status.DeepCopy()); !apierrors.IsConflict(err) {
+		t.Errorf("a reconcile on the copy from before its own write found its status written: %v, want a conflict that runs it again", err)
+	}
+	now := getPromocion(t, p)
+	if err := r.updateStatus(ctx, now, *now.Status.DeepCopy()); err != nil {
+		t.Errorf("a reconcile on the current copy, its status unchanged: %v, want nil", err)
+	}
+}
+
 // 10. The manager stops when asked, and leaves nothing reconciling behind.
 func TestManagerStopsCleanly(t *testing.T) {
 	_, c, stop := runningPromocion(t)

@@ -258,7 +258,7 @@ func (d directReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // updateStatus writes the status subresource, and only when it changed.
 func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion, status PromocionStatus) error {
 	if equality.Semantic.DeepEqual(promo.Status, status) {
-		if r.own.behind(promo) {
+		if r.own.behind(promo) || r.cacheMoved(ctx, promo) {
 			return statusUnseen(promo, errStatusUnseen) // the API server holds a later status of the operator's, maybe another
 		}
 		return nil
@@ -276,6 +276,18 @@ func (r *PromocionReconciler) updateStatus(ctx context.Context, promo *Promocion
 		return statusUnseen(promo, errStatusLater)
 	}
 	return nil
+}
+
+// cacheMoved tells whether the cache holds a later promo than this reconcile
+// read. The watch may have brought the operator's own last status write
+// since then: it is dropped as the operator's (status_writes.go), and behind
+// finds nothing pending, though promo is older than that write. The cache
+// holds the write before the watch's handlers run, so a read after behind
+// sees it (chaos, lagging-own-status: a Promocion Desplegando for good).
+func (r *PromocionReconciler) cacheMoved(ctx context.Context, promo *Promocion) bool {
+	var now Promocion
+	err := r.Get(ctx, client.ObjectKeyFromObject(promo), &now)
+	return err == nil && now.ResourceVersion != promo.ResourceVersion
 }
 
 // maxRetryDelay is the longest a failed reconcile waits to run again.
