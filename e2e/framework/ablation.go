@@ -85,7 +85,7 @@ var AblationVariants = []Variant{
 		Edits: []Edit{
 			{File: "reconciler.go", From: "For(&Promocion{}, builder.WithPredicates(r.own.promocionChanged()))", To: "For(&Promocion{})"},
 			{File: "reconciler.go", From: `"sigs.k8s.io/controller-runtime/pkg/builder"`, To: `_ "sigs.k8s.io/controller-runtime/pkg/builder"`},
-			{File: "reconciler.go", From: "if r.own.behind(promo) {", To: "if false {"},
+			{File: "reconciler.go", From: "if r.own.behind(promo) || r.cacheMoved(ctx, promo) {", To: "if false {"},
 			{File: "reconciler.go", From: "\tr.own.writing(promo)\n", To: ""},
 			{File: "reconciler.go", From: "later := r.own.wrote(promo, err == nil)", To: "later := false"},
 		}},
