@@ -248,22 +248,28 @@ func TestChaos(t *testing.T) {
 
 // ----- the world, and how to check it -----
 
+// gone waits until the API server has no object of obj's kind at key.
+func (l *lesson) gone(what string, key client.ObjectKey, obj client.Object) {
+	l.T.Helper()
+	l.Eventually(what, func() error {
+		err := l.C.Get(context.Background(), key, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", key, err)
+		}
+		return fmt.Errorf("%s still there", key)
+	})
+}
+
 // scenarioNamespace makes a namespace holding, beside what the scenario adds,
 // two objects of the user's that the operator must never touch.
 func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 	l.T.Helper()
 	// An earlier run of the scenario (the pairs run each several times) may
 	// still be deleting its namespace of this name.
-	l.Eventually("no namespace "+name+" left by an earlier run", func() error {
-		err := l.C.Get(context.Background(), client.ObjectKey{Name: name}, &corev1.Namespace{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading it: %w", err)
-		}
-		return errors.New("still there")
-	})
+	l.gone("no namespace "+name+" left by an earlier run", client.ObjectKey{Name: name}, &corev1.Namespace{})
 	ns := l.Namespace(name)
 	l.T.Cleanup(func() { _, _ = l.TryKubectl("delete", "namespace", ns, "--wait=false") })
 	l.watchNever(ns)

@@ -308,16 +308,7 @@ func laggingOwners(l *lesson, n int, delay time.Duration) result {
 	// it does keeps its children that long, past the lag.
 	probe := fmt.Sprintf("promo-%d", n)
 	l.Kubectl("delete", "promocion", probe, "-n", ns)
-	l.Eventually("the garbage collector deletes the children of a deleted Promocion", func() error {
-		err := l.C.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: probe + "-html"}, &corev1.ConfigMap{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading %s-html: %w", probe, err)
-		}
-		return fmt.Errorf("%s-html still there", probe)
-	})
+	l.gone("the garbage collector deletes the children of a deleted Promocion", client.ObjectKey{Namespace: ns, Name: probe + "-html"}, &corev1.ConfigMap{})
 	p.set(faults{watchDelay: delay, lagOnly: "promociones"})
 	deleted := time.Now()
 	gone := map[string]bool{}
