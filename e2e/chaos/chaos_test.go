@@ -298,8 +298,8 @@ func (l *lesson) scenarioNamespace(name string) (string, func() []string) {
 
 // neverWatch records what must never be seen in a namespace: a Promocion's
 // status that contradicts itself (framework.TooSoon), from a watch of them,
-// and a Listo that its Deployment and pods did not justify when it was
-// written (framework.History), from watches of those. A sample every 200 ms
+// and a Listo that its Deployment and its pods did not justify when it was
+// written (framework.History), from watches of those and their ReplicaSets. A sample every 200 ms
 // could miss a state that lasts less; a watch sees every one the API server
 // stores.
 type neverWatch struct {
@@ -309,7 +309,7 @@ type neverWatch struct {
 	reported map[string]bool // of the history's problems, those taken already
 }
 
-// watchNever watches ns's Promociones, Deployments and Pods until the test
+// watchNever watches ns's Promociones, Deployments, ReplicaSets and Pods until the test
 // ends, from now, watching again when a watch ends (an API server outage
 // ends them).
 func (l *lesson) watchNever(ns string) {
@@ -317,7 +317,7 @@ func (l *lesson) watchNever(ns string) {
 	l.never[ns] = nw
 	ctx, cancel := context.WithCancel(context.Background())
 	l.T.Cleanup(cancel)
-	for _, k := range []struct{ apiVersion, kind string }{{"tienda.example.com/v1", "Promocion"}, {"apps/v1", "Deployment"}, {"v1", "Pod"}} {
+	for _, k := range []struct{ apiVersion, kind string }{{"tienda.example.com/v1", "Promocion"}, {"apps/v1", "Deployment"}, {"apps/v1", "ReplicaSet"}, {"v1", "Pod"}} {
 		go func() {
 			for ctx.Err() == nil {
 				list := &unstructured.UnstructuredList{}

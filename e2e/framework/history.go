@@ -1,16 +1,20 @@
 package framework
 
 // What must never be seen, judged over a namespace's history: every version
-// of its Promociones, Deployments and Pods that a watch delivered, ordered by
-// resourceVersion (etcd's revision, one order for every resource). Listo is a
+// of its Promociones, Deployments, ReplicaSets and Pods that a watch
+// delivered, ordered by resourceVersion (etcd's revision, one order for every
+// resource). Listo is a
 // claim about the world at the moment it was written: the Deployment had
 // acted on the Promocion's latest spec, and every pod asked for ran it and was
 // ready (docs/api.md, the status). The operator reads the world from its
 // cache, which may be behind; so a Listo is judged against every Deployment
 // version it could have read: it is wrong when none of them, from the last
 // change of what the Deployment asks for (replicas, page) to the Listo, was
-// caught up, or when a pod that was ready just before the Listo still carried
-// an older page.
+// caught up, or when a pod of that Deployment that was ready just before the
+// Listo still carried an older page. The pods of an earlier Deployment of the
+// name (its Promocion deleted and made again) are the garbage collector's to
+// remove, as the steady state's rule for them says (oracle.go): they are
+// not among the replicas the Listo speaks for.
 
 import (
 	"cmp"
@@ -21,7 +25,9 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // History is what the watches of one namespace delivered.
@@ -45,8 +51,8 @@ type version struct {
 }
 
 // HistorySettle is how long a Listo that looks unjustified waits for the
-// Deployments' and Pods' watches to deliver what came before it. The
-// watches are three streams: the Promociones' may deliver a Listo before the
+// watches of the kinds that judge it to deliver what came before it. The
+// watches are separate streams: the Promociones' may deliver a Listo before the
 // Pods' delivers the deletion of an old pod that preceded it (the chaos run
 // of 319c34d judged such a Listo wrong, seen for 0.0 ms). Past this, a
 // stream that delivered nothing since is taken as having nothing to
@@ -79,7 +85,7 @@ func (h *History) Add(kind string, obj *unstructured.Unstructured, deleted bool)
 // Judge lists what the history shows that must never be seen: a Promocion
 // Listo, for its current generation, that its Deployment and pods did not
 // justify when it was written. A Listo that looks unjustified before the
-// Deployments' and Pods' watches have delivered everything up to it, for
+// watches of judgedBy have delivered everything up to it, for
 // less than HistorySettle, is not judged yet: pending counts those.
 func (h *History) Judge() (problems []Problem, pending int) {
 	h.mu.Lock()
@@ -96,7 +102,7 @@ func (h *History) Judge() (problems []Problem, pending int) {
 		text, bad := unjustifiedListo(v, vs[:i])
 		switch {
 		case !bad || seen[text]:
-		case delivered["Deployment"] < v.rv || delivered["Pod"] < v.rv:
+		case slices.ContainsFunc(judgedBy, func(kind string) bool { return delivered[kind] < v.rv }):
 			if now.Sub(v.at) < HistorySettle {
 				pending++
 				continue
@@ -109,6 +115,9 @@ func (h *History) Judge() (problems []Problem, pending int) {
 	}
 	return problems, pending
 }
+
+// judgedBy are the kinds whose versions judge a Listo.
+var judgedBy = []string{"Deployment", "ReplicaSet", "Pod"}
 
 // unjustifiedListo judges a Promocion version against the versions before it.
 func unjustifiedListo(p version, before []version) (string, bool) {
@@ -170,17 +179,30 @@ func unjustifiedListo(p version, before []version) (string, bool) {
 		return fmt.Sprintf("Promocion %s says Listo (resourceVersion %d) while no version of its Deployment since it last asked for other pods had caught up: the latest had observedGeneration %d of %d, %d updated and %d ready of %d",
 			p.name, p.rv, st("observedGeneration"), d.GetGeneration(), st("updatedReplicas"), st("readyReplicas"), want), true
 	}
-	// Every pod ready just before the Listo runs the Deployment's page.
+	// Every pod of the Deployment ready just before the Listo runs its page.
 	hash, _, _ := unstructured.NestedString(window[0].Object, "spec", "template", "metadata", "annotations", "tienda.example.com/pagina-sha256")
 	latest := map[string]version{}
+	deploymentOf := map[types.UID]types.UID{} // a ReplicaSet's controller
 	for _, v := range before {
-		if v.kind == "Pod" && v.obj.GetLabels()["tienda.example.com/promocion"] == p.name {
+		switch {
+		case v.kind == "Pod" && v.obj.GetLabels()["tienda.example.com/promocion"] == p.name:
 			latest[v.name] = v
+		case v.kind == "ReplicaSet":
+			if ref := metav1.GetControllerOfNoCopy(v.obj); ref != nil {
+				deploymentOf[v.obj.GetUID()] = ref.UID
+			}
 		}
 	}
 	for _, v := range latest {
 		if v.deleted || v.obj.GetDeletionTimestamp() != nil || !podReady(v.obj) {
 			continue
+		}
+		// A pod whose ReplicaSet is unknown is judged: only one known to
+		// belong to another Deployment is not.
+		if rs := metav1.GetControllerOfNoCopy(v.obj); rs != nil {
+			if d, ok := deploymentOf[rs.UID]; ok && d != window[0].GetUID() {
+				continue
+			}
 		}
 		if old := v.obj.GetAnnotations()["tienda.example.com/pagina-sha256"]; old != hash {
 			return fmt.Sprintf("Promocion %s says Listo (resourceVersion %d) while its pod %s, ready, still serves an older page (hash %.12s, the Deployment's %.12s)",

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // The never-seen rule over a history judges each Listo against the
@@ -24,7 +26,7 @@ func TestHistoryJudgesListo(t *testing.T) {
 	}
 	deployment := func(hash string, generation, observed, updated, ready int64) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "oferta", "resourceVersion": next(), "generation": generation},
+			"metadata": map[string]any{"name": "oferta", "uid": "d-" + hash[:1], "resourceVersion": next(), "generation": generation},
 			"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"metadata": map[string]any{
 				"annotations": map[string]any{"tienda.example.com/pagina-sha256": hash}}}},
 			"status": map[string]any{"observedGeneration": observed, "replicas": int64(2), "updatedReplicas": updated, "readyReplicas": ready},
@@ -38,6 +40,16 @@ func TestHistoryJudgesListo(t *testing.T) {
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"metadata": meta, "status": map[string]any{
 			"conditions": []any{map[string]any{"type": "Ready", "status": map[bool]string{true: "True", false: "False"}[ready]}}}}}
+	}
+	// A ReplicaSet of the Deployment whose uid is deployment, and a pod of it.
+	replicaSet := func(name, deployment string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": name, "uid": "rs-" + name, "resourceVersion": next(),
+			"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "oferta", "uid": deployment, "controller": true}}}}}
+	}
+	podOf := func(rs, name, hash string) *unstructured.Unstructured {
+		p := pod(name, hash, true, false)
+		p.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID("rs-" + rs), Controller: ptr.To(true)}})
+		return p
 	}
 	type add struct {
 		kind string
@@ -60,6 +72,15 @@ func TestHistoryJudgesListo(t *testing.T) {
 		{"Listo while an old pod is ready", func() []add {
 			return []add{{"Pod", pod("viejo", "a", true, false)}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
 		}, "still serves an older page"},
+		{"Listo while a pod of an old ReplicaSet of the Deployment is ready", func() []add {
+			return []add{{"ReplicaSet", replicaSet("viejo", "d-b")}, {"Pod", podOf("viejo", "p1", "a")}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, "still serves an older page"},
+		// Its Promocion deleted and made again: the earlier Deployment's pods
+		// are the garbage collector's (the fuzzing of 3fdc998, seed
+		// 8238988724531750300, judged such a Listo wrong).
+		{"Listo while a pod of an earlier Deployment of the name is ready", func() []add {
+			return []add{{"ReplicaSet", replicaSet("anterior", "d-a")}, {"Pod", podOf("anterior", "p1", "a")}, {"Deployment", deployment("b", 1, 1, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
+		}, ""},
 		{"Listo while an old pod terminates", func() []add {
 			return []add{{"Pod", pod("viejo", "a", true, true)}, {"Deployment", deployment("b", 2, 2, 2, 2)}, {"Promocion", promocion("Listo", 1, 1)}}
 		}, ""},
@@ -80,8 +101,9 @@ func TestHistoryJudgesListo(t *testing.T) {
 			for _, a := range tc.world() {
 				h.Add(a.kind, a.obj, false)
 			}
-			// The Deployments' and Pods' watches deliver past the Listo.
+			// The watches of every kind that judges deliver past the Listo.
 			h.Add("Deployment", deployment("x", 1, 1, 2, 2), false)
+			h.Add("ReplicaSet", replicaSet("otro", "d-x"), false)
 			h.Add("Pod", pod("otro", "x", true, false), false)
 			problems, pending := h.Judge()
 			if pending > 0 {
@@ -138,7 +160,8 @@ func TestHistoryWaitsForTheOtherWatches(t *testing.T) {
 		t.Fatalf("before the Pods' watch caught up: judged %v, %d pending; want nothing judged, 1 pending", problems, pending)
 	}
 	h.Add("Pod", oldPod(3, true), false)
-	h.Add("Deployment", object(5, nil), false) // the Deployments' watch past the Listo too
+	h.Add("Deployment", object(5, nil), false) // the other watches past the Listo too
+	h.Add("ReplicaSet", object(5, nil), false)
 	h.Add("Pod", oldPod(6, true), false)
 	if problems, pending := h.Judge(); len(problems) > 0 || pending != 0 {
 		t.Fatalf("after the watches caught up: judged %v, %d pending; want nothing", problems, pending)
