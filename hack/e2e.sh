@@ -4,30 +4,30 @@
 #
 # The lesson's suite runs first, with no other suite beside it: its real nodes
 # change the machine's network links, mounts and firewall rules, and every
-# suite checks at its end that the machine is as it found it. Then the chaos
-# suite and the benchmarks' short run, side by side: on kwok's nodes alone,
-# neither changes anything on the machine but its own cluster's folder and
-# processes (which each suite's check tells apart by that folder), and each
-# waits on its cluster more than it computes, so that on two cores the pair
-# takes little more than the chaos suite alone (docs/testing.md has the
-# figures). Every suite runs whatever another's result; this fails if any
-# failed.
+# suite checks at its end that the machine is as it found it. Then three
+# side by side, each on a cluster of its own: the chaos suite's scenarios,
+# its mutants and mutant-scenario pairs (the same suite, on a second cluster:
+# E2E_PORT), and the benchmarks' short run. On kwok's nodes alone, none
+# changes anything on the machine but its own cluster's folder and processes
+# (which each suite's check tells apart by that folder), and each waits on
+# its cluster more than it computes, so that on two cores the three take
+# little more than the longest alone (docs/testing.md has the figures).
+# Every suite runs whatever another's result; this fails if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
 
-# The chaos suite's short run with its mutant-scenario pairs takes about 25
-# minutes alone (21.5 on 2026-12-07, before three more scenario runs of about
-# a minute each), and runs beside the benchmarks: 30 would be too close.
-suite() { echo "$go test -count=1 -timeout ${2:-30m} -v ./e2e/$1/"; }
+suite() { echo "$go test -count=1 -timeout 30m -v ./e2e/$1/"; }
+mutants='TestMutants$|TestMutantPairs$'
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=() why=()
 bash -c "$(suite lesson)" 2>&1 | tee "$logs/lesson"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(lesson) why+=("$logs/lesson")
-hack/side-by-side.sh chaos "$(suite chaos 50m)" bench "$(suite bench)" 2>&1 | tee "$logs/chaos-bench"
-[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(chaos/bench) why+=("$logs/chaos-bench")
+hack/side-by-side.sh chaos "$(suite chaos) -skip '$mutants'" mutants "E2E_PORT=17943 $(suite chaos) -run '$mutants'" \
+	bench "$(suite bench)" 2>&1 | tee "$logs/kwok"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(chaos/mutants/bench) why+=("$logs/kwok")
 
 if [ ${#failed[@]} -gt 0 ]; then
 	# Whoever reads only the end of the output (CI, whose excerpt is a few

@@ -57,11 +57,28 @@ func machineState(clusterDir string) state {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(clusterDir)) {
+		if b, err := os.ReadFile(p); err == nil && inDir(b, clusterDir) {
 			s["processes of the cluster"] = append(s["processes of the cluster"], strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
 	return s
+}
+
+// inDir tells whether a process's command line (its arguments, each ended
+// by NUL) names dir or a file in it: not another suite's cluster whose
+// folder begins alike (/tmp/operador-e2e-chaos-17943 beside
+// /tmp/operador-e2e-chaos, with E2E_PORT).
+func inDir(cmdline []byte, dir string) bool {
+	for rest := cmdline; ; {
+		i := bytes.Index(rest, []byte(dir))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(dir):]
+		if len(rest) == 0 || rest[0] == '/' || rest[0] == 0 {
+			return true
+		}
+	}
 }
 
 // subtreeControl: what the root of cgroup v2 hands down, on this machine's
