@@ -44,7 +44,10 @@ if [ ${#failed[@]} -gt 0 ]; then
 		awk '
 			# One buffer per suite: the side-by-side suites interleave their lines.
 			{ p = match($0, /^\[[a-z\/]+\] /) ? substr($0, 1, RLENGTH) : "" }
-			/^(\[[a-z\/]+\] )?[ \t]+[A-Za-z0-9_]+\.go:[0-9]+: ([^ =-]|===== Step)/ {
+			# Not why: the failures that a mutant run must have, recorded, and
+			# the dumps of operators that a failure leaves.
+			/its queue and workers now:$/ { next }
+			/^(\[[a-z\/]+\] )?[ \t]+[A-Za-z0-9_]+\.go:[0-9]+: ([^ =(-]|===== Step)/ {
 				last[p, n[p]++ % 6] = substr($0, 1, 200)
 			}
 			/--- FAIL/ {

@@ -1187,11 +1187,27 @@ func blocked(l *lesson, failures int) result {
 		}
 		return nil
 	})
-	for i := range failures { // each change is a reconcile, and a failure more in a row
-		l.setBanner(ns, "promo-0", fmt.Sprintf("intento %d", i))
-		time.Sleep(50 * time.Millisecond)
+	// Each change a failure more in a row, counted: changes made faster than
+	// the operator reconciles are one reconcile, and a failure fewer (a
+	// mutant without the retry cap survived a run of make test so, on a
+	// loaded machine, with 2^n of 5 ms still short of the bound).
+	failed := func() float64 {
+		return k.current().Metric("controller_runtime_reconcile_total", func(labels string) bool { return strings.Contains(labels, `result="error"`) })
 	}
-	time.Sleep(2 * time.Second) // the last failures' waits grow
+	for i := range failures {
+		before := failed()
+		l.setBanner(ns, "promo-0", fmt.Sprintf("intento %d", i))
+		l.WaitFor(fmt.Sprintf("failure %d in a row", i+1), framework.WaitTimeout, 10*time.Millisecond, func() error {
+			if failed() <= before {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	}
+	// The last failures' follow-ups (their first retries) fail too, while
+	// the team's Service is still there: deleted at once, it would let one
+	// of them succeed within a second, with or without the cap.
+	time.Sleep(2 * time.Second)
 	if now := teams(); now != before {
 		l.T.Errorf("the team's Service changed while it blocked the Promocion:\nbefore %s\nafter  %s", before, now)
 	}
