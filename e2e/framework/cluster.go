@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +185,9 @@ func (s *Suite) run(m *testing.M, o Options) (int, error) {
 	s.ClusterDir = filepath.Join(os.TempDir(), "operador-e2e-"+o.Name)
 	s.Port = o.Port
 	s.RealNode = o.RealNode && os.Getenv("CLUSTER_NODE") != "none"
+	if err := claimClusterDir(s.ClusterDir); err != nil {
+		return 1, err
+	}
 	if _, err := run(s.ClusterSh("down")); err != nil {
 		return 1, err
 	}
@@ -230,3 +234,27 @@ func (s *Suite) run(m *testing.M, o Options) (int, error) {
 	code := m.Run()
 	return code, down()
 }
+
+// claimClusterDir holds dir for this process until it exits (a lock on
+// dir.lock, which the kernel lets go of however the process ends). A second
+// run of a suite would otherwise begin by taking down the first's cluster,
+// as hack/cluster.sh down cleans the folder before each run: a unit test of
+// the chaos package, run during a whole make chaos, so cut it short.
+func claimClusterDir(dir string) error {
+	f, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(f.Name())
+		_ = f.Close()
+		return fmt.Errorf("another run (pid %s) is using the cluster in %s: wait for it, or run beside it on a cluster of its own with E2E_PORT=<a free port>", strings.TrimSpace(string(holder)), dir)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	claimed = f // open, and so locked, until the process exits
+	return nil
+}
+
+var claimed *os.File

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,4 +27,22 @@ func TestInDir(t *testing.T) {
 			t.Errorf("inDir(%q) = %v, want %v", tc.cmdline, got, tc.want)
 		}
 	}
+}
+
+// A second run of a suite stops before it touches the first's cluster.
+func TestClaimClusterDir(t *testing.T) {
+	dir := t.TempDir() + "/operador-e2e-chaos"
+	if err := claimClusterDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	first := claimed
+	t.Cleanup(func() { _ = first.Close() })
+	err := claimClusterDir(dir)
+	if err == nil || !strings.Contains(err.Error(), "E2E_PORT") || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("a second claim of %s: %v, want a refusal naming the holder and E2E_PORT", dir, err)
+	}
+	if err := claimClusterDir(dir + "-17943"); err != nil {
+		t.Fatalf("a second cluster's folder: %v", err)
+	}
+	_ = claimed.Close()
 }
