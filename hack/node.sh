@@ -93,6 +93,13 @@ in_node() {
 
 in_net() { nsenter --target "$(net_holder)" --net -- "$@"; }
 
+# in_own_net: the network's process runs, in a network namespace other than
+# this machine's.
+in_own_net() {
+	local pid
+	pid=$(net_holder) && [ "$(readlink "/proc/$pid/ns/net")" != "$(readlink /proc/self/ns/net)" ]
+}
+
 # cgroup_version: v2 where one unified hierarchy is mounted, v1 where the
 # controllers have hierarchies of their own (the unified one, if any, empty
 # beside them, as on this project's machines), nothing where neither is.
@@ -220,8 +227,11 @@ net_up() {
 	go build -C "$root/hack/image" -o "$dir/pause-root/pause" ./pause
 	go build -C "$root/hack/image" -o "$dir/forward" ./forward
 	start network unshare --net "$dir/pause-root/pause"
-	for _ in $(seq 50); do net_holder >/dev/null && break; sleep 0.1; done
-	net_holder >/dev/null || fail network "its namespace did not start"
+	# Its pid is known at once, before unshare has moved it to a network of
+	# its own: a link put in "its" namespace before that lands in this
+	# machine's (seen once, the machine loaded: Cannot find device "uplink").
+	for _ in $(seq 50); do in_own_net && break; sleep 0.1; done
+	in_own_net || fail network "its namespace did not start"
 	ip link add "$host_veth" type veth peer name uplink netns "$(net_holder)"
 	ip addr add "$host_ip/29" dev "$host_veth"
 	ip link set "$host_veth" up
